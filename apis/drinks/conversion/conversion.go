@@ -1,0 +1,160 @@
+package conversion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+)
+
+// NewConverter returns the constructor of the Drink converter that the
+// webhook builder registers on the /convert endpoint.
+func NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
+	return crconversion.NewHubSpokeConverter(&drinksv1.Drink{},
+		crconversion.NewSpokeConverter(&drinksv1alpha1.Drink{}, V1ToV1alpha1, V1alpha1ToV1),
+		crconversion.NewSpokeConverter(&drinksv1beta1.Drink{}, V1ToV1beta1, V1beta1ToV1),
+	)
+}
+
+// lostFields is what a spoke cannot hold, kept in ConversionDataAnnotation.
+// Each spoke stores only the fields it lacks, so the annotation of an object
+// that needs none is absent.
+type lostFields struct {
+	Size       drinksv1.Size `json:"size,omitempty"`
+	SugarCubes int32         `json:"sugarCubes,omitempty"`
+	Extras     []string      `json:"extras,omitempty"`
+	// Annotation is the hub's own value of ConversionDataAnnotation, if it
+	// had one: a user may write that key in v1, and it must survive too.
+	Annotation *string `json:"annotation,omitempty"`
+}
+
+func (l *lostFields) empty() bool {
+	return l.Size == "" && l.SugarCubes == 0 && len(l.Extras) == 0 && l.Annotation == nil
+}
+
+// store writes the lost fields into the spoke's metadata, or removes the
+// annotation when nothing is lost.
+func store(meta *metav1.ObjectMeta, lost *lostFields) error {
+	if lost.empty() {
+		delete(meta.Annotations, drinksv1.ConversionDataAnnotation)
+		if len(meta.Annotations) == 0 {
+			meta.Annotations = nil
+		}
+		return nil
+	}
+	data, err := json.Marshal(lost)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", drinksv1.ConversionDataAnnotation, err)
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[drinksv1.ConversionDataAnnotation] = string(data)
+	return nil
+}
+
+// restore reads the lost fields from the hub's metadata (copied from the
+// spoke) and removes the annotation, putting back the hub's own value of it
+// if it had one.
+func restore(meta *metav1.ObjectMeta) (*lostFields, error) {
+	lost := &lostFields{}
+	data, ok := meta.Annotations[drinksv1.ConversionDataAnnotation]
+	if !ok {
+		return lost, nil
+	}
+	if err := json.Unmarshal([]byte(data), lost); err != nil {
+		return nil, fmt.Errorf("metadata.annotations[%s]: cannot decode the fields kept by conversion: %w",
+			drinksv1.ConversionDataAnnotation, err)
+	}
+	if lost.Annotation != nil {
+		meta.Annotations[drinksv1.ConversionDataAnnotation] = *lost.Annotation
+	} else {
+		delete(meta.Annotations, drinksv1.ConversionDataAnnotation)
+		if len(meta.Annotations) == 0 {
+			meta.Annotations = nil
+		}
+	}
+	return lost, nil
+}
+
+// hubAnnotation returns the hub's own value of ConversionDataAnnotation.
+func hubAnnotation(meta *metav1.ObjectMeta) *string {
+	if v, ok := meta.Annotations[drinksv1.ConversionDataAnnotation]; ok {
+		return &v
+	}
+	return nil
+}
+
+// V1alpha1ToV1 converts a v1alpha1 Drink to the hub.
+func V1alpha1ToV1(_ context.Context, src *drinksv1alpha1.Drink, dst *drinksv1.Drink) error {
+	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
+	lost, err := restore(&dst.ObjectMeta)
+	if err != nil {
+		return err
+	}
+	dst.Spec = drinksv1.DrinkSpec{
+		DisplayName: src.Spec.Name,
+		Beverage:    src.Spec.Drink,
+		Size:        lost.Size,
+		SugarCubes:  lost.SugarCubes,
+		Extras:      lost.Extras,
+	}
+	dst.Status = drinksv1.DrinkStatus(*src.Status.DeepCopy())
+	return nil
+}
+
+// V1ToV1alpha1 converts the hub to a v1alpha1 Drink, keeping size,
+// sugarCubes and extras in the conversion-data annotation.
+func V1ToV1alpha1(_ context.Context, src *drinksv1.Drink, dst *drinksv1alpha1.Drink) error {
+	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
+	dst.Spec = drinksv1alpha1.DrinkSpec{Name: src.Spec.DisplayName, Drink: src.Spec.Beverage}
+	dst.Status = drinksv1alpha1.DrinkStatus(*src.Status.DeepCopy())
+	return store(&dst.ObjectMeta, &lostFields{
+		Size:       src.Spec.Size,
+		SugarCubes: src.Spec.SugarCubes,
+		Extras:     src.Spec.Extras,
+		Annotation: hubAnnotation(&src.ObjectMeta),
+	})
+}
+
+// V1beta1ToV1 converts a v1beta1 Drink to the hub.
+func V1beta1ToV1(_ context.Context, src *drinksv1beta1.Drink, dst *drinksv1.Drink) error {
+	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
+	lost, err := restore(&dst.ObjectMeta)
+	if err != nil {
+		return err
+	}
+	dst.Spec = drinksv1.DrinkSpec{
+		DisplayName: src.Spec.Name,
+		Beverage:    src.Spec.Drink,
+		Size:        drinksv1.Size(src.Spec.Size),
+		SugarCubes:  src.Spec.Sugar,
+		Extras:      lost.Extras,
+	}
+	dst.Status = drinksv1.DrinkStatus(*src.Status.DeepCopy())
+	return nil
+}
+
+// V1ToV1beta1 converts the hub to a v1beta1 Drink, keeping extras in the
+// conversion-data annotation.
+func V1ToV1beta1(_ context.Context, src *drinksv1.Drink, dst *drinksv1beta1.Drink) error {
+	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
+	dst.Spec = drinksv1beta1.DrinkSpec{
+		Name:  src.Spec.DisplayName,
+		Drink: src.Spec.Beverage,
+		Size:  drinksv1beta1.Size(src.Spec.Size),
+		Sugar: src.Spec.SugarCubes,
+	}
+	dst.Status = drinksv1beta1.DrinkStatus(*src.Status.DeepCopy())
+	return store(&dst.ObjectMeta, &lostFields{
+		Extras:     src.Spec.Extras,
+		Annotation: hubAnnotation(&src.ObjectMeta),
+	})
+}

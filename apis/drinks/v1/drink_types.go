@@ -1,0 +1,134 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// AuthoredVersionAnnotation records the API version of the request that
+	// last wrote a Drink's spec. The mutating webhook sets it from the
+	// admission request, so it is known, never guessed; the reconciler copies
+	// it to status.authoredVersion and chooses the ConfigMap layout from it.
+	AuthoredVersionAnnotation = "example.com/authored-version"
+
+	// ConversionDataAnnotation holds, on an object served in an older
+	// version, the fields that version cannot express. Conversion back to v1
+	// restores them, so a round trip through any version loses nothing.
+	ConversionDataAnnotation = "example.com/conversion-data"
+
+	// ConditionReady is true when the Drink's ConfigMap matches the current
+	// generation of its spec.
+	ConditionReady = "Ready"
+)
+
+// Size is the size of a drink.
+// +kubebuilder:validation:Enum=Small;Medium;Large
+type Size string
+
+const (
+	// SizeSmall is a small drink.
+	SizeSmall Size = "Small"
+	// SizeMedium is a medium drink.
+	SizeMedium Size = "Medium"
+	// SizeLarge is a large drink.
+	SizeLarge Size = "Large"
+)
+
+// DrinkSpec is the drink a user orders.
+// +kubebuilder:validation:XValidation:rule="!has(self.extras) || !self.extras.exists(e, e == self.beverage)",message="extras must not repeat the beverage",fieldPath=".extras"
+type DrinkSpec struct {
+	// DisplayName is the human-readable name of the drink (v1alpha1 and
+	// v1beta1 call it name).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="displayName must not be blank"
+	DisplayName string `json:"displayName"`
+
+	// Beverage is what is in the cup (v1alpha1 and v1beta1 call it drink).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="beverage must not be blank"
+	Beverage string `json:"beverage"`
+
+	// Size of the drink: Small, Medium or Large. When omitted, the mutating
+	// webhook sets the default size of the OperatorConfig.
+	// +optional
+	Size Size `json:"size,omitempty"`
+
+	// SugarCubes is the number of sugar cubes, from 0 to 10 (v1beta1 calls
+	// it sugar).
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	SugarCubes int32 `json:"sugarCubes,omitempty"`
+
+	// Extras are additions to the drink, each named once, at most 10.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Extras []string `json:"extras,omitempty"`
+}
+
+// DrinkStatus is what the operator observed and did.
+type DrinkStatus struct {
+	// ObservedGeneration is the generation of the spec that the status
+	// describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions describe the Drink now; Ready is true when its ConfigMap
+	// matches the current spec.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ConfigMapName is the name of the ConfigMap rendered for this Drink.
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// AuthoredVersion is the API version in which the spec was last
+	// written; it decides the layout of the ConfigMap.
+	// +optional
+	AuthoredVersion string `json:"authoredVersion,omitempty"`
+}
+
+// Drink is a drink order that the operator renders into a ConfigMap.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=dr,categories=myoperator
+// +kubebuilder:printcolumn:name="Beverage",type=string,JSONPath=`.spec.beverage`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Drink struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the drink ordered.
+	// +required
+	Spec DrinkSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status DrinkStatus `json:"status,omitempty"`
+}
+
+// DrinkList is a list of Drinks.
+// +kubebuilder:object:root=true
+type DrinkList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Drinks.
+	Items []Drink `json:"items"`
+}

@@ -1,0 +1,112 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ConditionReady is true when the StatefulSet runs the current spec and
+	// exactly one Ready pod is active.
+	ConditionReady = "Ready"
+
+	// RoleLabel marks each Guestbook pod as RoleActive or RoleStandby.
+	RoleLabel = "webapp.my.domain/role"
+	// RoleActive is the RoleLabel value of the one pod that takes traffic.
+	RoleActive = "active"
+	// RoleStandby is the RoleLabel value of the pods waiting to take over.
+	RoleStandby = "standby"
+)
+
+// Alias selects the default content of the Guestbook's ConfigMap.
+// +kubebuilder:validation:Enum=Phone;Address;Name
+type Alias string
+
+const (
+	// AliasPhone fills the ConfigMap with a phone book entry.
+	AliasPhone Alias = "Phone"
+	// AliasAddress fills the ConfigMap with an address book entry.
+	AliasAddress Alias = "Address"
+	// AliasName fills the ConfigMap with a name entry.
+	AliasName Alias = "Name"
+)
+
+// GuestbookSpec is the Guestbook application a user wants.
+type GuestbookSpec struct {
+	// Size is the number of Guestbook pods, from 1 to 10: one active, the
+	// others standby.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Size int32 `json:"size"`
+
+	// ConfigMapName is the ConfigMap, in the operand namespace, that the pods
+	// mount. The operator creates it with defaults from alias when it is
+	// absent and never overwrites it once it exists. 1 to 15 characters, a
+	// DNS label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ConfigMapName string `json:"configMapName"`
+
+	// Alias chooses the default ConfigMap content: Phone, Address or Name.
+	// +optional
+	Alias Alias `json:"alias,omitempty"`
+}
+
+// GuestbookStatus is what the operator observed and did.
+type GuestbookStatus struct {
+	// Active is the name of the pod that carries the active role.
+	// +optional
+	Active string `json:"active,omitempty"`
+
+	// Standby are the names of the pods that carry the standby role, sorted.
+	// +optional
+	// +listType=atomic
+	Standby []string `json:"standby,omitempty"`
+
+	// ObservedGeneration is the generation of the spec that the status
+	// describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions describe the Guestbook now; Ready is true when it runs the
+	// current spec with one active pod.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Guestbook is an active/standby application run by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gb,categories=myoperator
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Guestbook struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the application wanted.
+	// +required
+	Spec GuestbookSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status GuestbookStatus `json:"status,omitempty"`
+}
+
+// GuestbookList is a list of Guestbooks.
+// +kubebuilder:object:root=true
+type GuestbookList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Guestbooks.
+	Items []Guestbook `json:"items"`
+}

@@ -1,0 +1,63 @@
+// Command bootstrap is the manager's initContainer: it waits for the
+// OperatorConfig CRD, creates the default OperatorConfig "cluster" when it is
+// absent and exits 0. It never changes an existing OperatorConfig.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/example/myoperator/bootstrap"
+	"github.com/example/myoperator/internal/logging"
+	"github.com/example/myoperator/internal/scheme"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		timeout     time.Duration
+		interval    time.Duration
+		development bool
+	)
+	// --kubeconfig is registered by controller-runtime's config package: a
+	// path to a kubeconfig, else $KUBECONFIG, else the in-cluster config.
+	flag.DurationVar(&timeout, "timeout", 2*time.Minute, "How long to wait for the OperatorConfig CRD to be established.")
+	flag.DurationVar(&interval, "interval", 2*time.Second, "How often to check the CRD and report progress.")
+	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
+	flag.Parse()
+
+	log, _ := logging.New(development)
+	log = log.WithName("bootstrap")
+
+	restCfg, err := config.GetConfig()
+	if err != nil {
+		log.Error(err, "no Kubernetes configuration")
+		return 1
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		log.Error(err, "creating the client")
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	steps := bootstrap.Steps(c, bootstrap.Options{Timeout: timeout, Interval: interval})
+	if err := bootstrap.Run(ctx, log, steps); err != nil {
+		log.Error(err, "bootstrap failed")
+		fmt.Fprintln(os.Stderr, "bootstrap:", err)
+		return 1
+	}
+	log.Info("bootstrap complete")
+	return 0
+}
