@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Prints a digest of every file under the generated-code roots (committed or
+# not), so that `make verify` can tell whether regeneration changed anything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+git ls-files -z --cached --others --exclude-standard -- apis config bundle \
+  | xargs -0 -r sha256sum 2>/dev/null | sort -k2
