@@ -57,8 +57,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 
 .PHONY: verify
 verify: ## Regenerate code and manifests and fail if that changes any file (a hand edit or a stale generation).
-	@hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests >/dev/null
+	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
+	@$(MAKE) --no-print-directory generate manifests
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
