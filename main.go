@@ -1,21 +1,19 @@
-// Command manager runs the myoperator controller manager: the Drink,
-// Guestbook and OperatorConfig reconcilers and the webhooks that convert,
-// default and validate the project's APIs.
+// Command manager runs the myoperator controller manager: the webhooks that
+// convert, default and validate the project's APIs (with certificates it
+// manages itself), the storage-version migration and the reconcilers.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
-	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/webhook"
 )
 
 func main() {
@@ -26,45 +24,46 @@ func main() {
 }
 
 func run() error {
+	o := app.Options{}
 	var (
-		metricsAddr string
-		probeAddr   string
-		webhookPort int
-		certDir     string
-		leaderElect bool
-		development bool
+		development   bool
+		manageCerts   bool
+		extraDNSNames string
+		certSecret    string
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (for example :8443); 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port of the webhook server.")
-	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook server's tls.crt and tls.key.")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader through a Lease, so that only one replica reconciles.")
+	flag.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "myoperator-system"), "Namespace the operator runs in: its certificate Secret and its Lease live there.")
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (for example :8443); 0 disables it.")
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to; empty for all.")
+	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	flag.StringVar(&o.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook server's tls.crt and tls.key.")
+	flag.BoolVar(&manageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager provides them.")
+	flag.StringVar(&certSecret, "webhook-cert-secret", app.DefaultCertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate.")
+	flag.StringVar(&extraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")
+	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one replica reconciles.")
+	flag.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
 
 	log, _ := logging.New(development)
 	ctrl.SetLogger(log)
-
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: certDir}),
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "myoperator.example.com",
-	})
+	if manageCerts {
+		o.Certs = &app.CertOptions{SecretName: certSecret}
+		if extraDNSNames != "" {
+			o.Certs.ExtraDNSNames = strings.Split(extraDNSNames, ",")
+		}
+	}
+	mgr, err := app.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := webhook.Setup(mgr); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
-	log.Info("starting manager")
+	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
 }

@@ -8,14 +8,11 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
-	"github.com/example/myoperator/internal/webhook"
 )
 
 var (
@@ -45,16 +42,10 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wo := env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme.New(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		}),
+	mgr, err := app.New(cfg, app.Options{
+		Namespace: "myoperator-system", MetricsAddr: "0", ProbeAddr: "0",
+		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 	})
-	if err == nil {
-		err = webhook.Setup(mgr)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1

@@ -1,21 +1,89 @@
 package webhook
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 )
 
+// Paths of the mutating webhooks; they match the markers and config/webhook.
+const (
+	MutateDrinkPath          = "/mutate-example-com-v1-drink"
+	MutateGuestbookPath      = "/mutate-webapp-my-domain-v1-guestbook"
+	MutateOperatorConfigPath = "/mutate-operator-example-com-v1alpha1-operatorconfig"
+)
+
+// Options configure the webhooks.
+type Options struct {
+	// Namespace is the namespace the operator runs in.
+	Namespace string
+}
+
 // Setup registers every webhook of the operator on the manager's webhook
-// server.
-func Setup(mgr ctrl.Manager) error {
+// server: Drink conversion, and defaulting and validation of each kind.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	dw := &DrinkWebhook{Config: mgr.GetClient(), Namespace: opts.Namespace}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
 		WithConverter(conversion.NewConverter()).
+		WithValidator(dw).
 		Complete(); err != nil {
 		return fmt.Errorf("drink webhooks: %w", err)
+	}
+	registerDefaulter(mgr, MutateDrinkPath, admission.Defaulter[*drinksv1.Drink](dw))
+
+	gb := &GuestbookWebhook{Reader: mgr.GetClient()}
+	if err := ctrl.NewWebhookManagedBy(mgr, &webappv1.Guestbook{}).WithValidator(gb).Complete(); err != nil {
+		return fmt.Errorf("guestbook webhooks: %w", err)
+	}
+	registerDefaulter(mgr, MutateGuestbookPath, admission.Defaulter[*webappv1.Guestbook](gb))
+
+	oc := &OperatorConfigWebhook{Namespace: opts.Namespace}
+	if err := ctrl.NewWebhookManagedBy(mgr, &operatorv1alpha1.OperatorConfig{}).WithValidator(oc).Complete(); err != nil {
+		return fmt.Errorf("operatorconfig webhooks: %w", err)
+	}
+	registerDefaulter(mgr, MutateOperatorConfigPath, admission.Defaulter[*operatorv1alpha1.OperatorConfig](oc))
+	return nil
+}
+
+// registerDefaulter serves a typed defaulter that lets objects which do not
+// decode into their Go type through untouched. Mutating admission runs
+// before schema validation; a JSON decoding error from here would hide the
+// schema's message, which names the field and the type it wants.
+func registerDefaulter[T runtime.Object](mgr ctrl.Manager, path string, d admission.Defaulter[T]) {
+	next := admission.WithDefaulter(mgr.GetScheme(), d)
+	mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: &lenient{next: next.Handler}})
+}
+
+type lenient struct {
+	next admission.Handler
+}
+
+func (l *lenient) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var probe map[string]any
+	if len(req.Object.Raw) > 0 {
+		if err := json.Unmarshal(req.Object.Raw, &probe); err != nil {
+			return admission.Errored(400, fmt.Errorf("the object is not JSON: %w", err))
+		}
+	}
+	resp := l.next.Handle(ctx, req)
+	if !resp.Allowed && resp.Result != nil && resp.Result.Code == 400 {
+		return admission.Allowed("not defaulted: the object does not match its schema, which rejects it next")
+	}
+	return resp
+}
+
+func jsonUnmarshal(data []byte, into any) error {
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("decoding the old object: %w", err)
 	}
 	return nil
 }

@@ -43,14 +43,14 @@ type DrinkSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="displayName must not be blank"
-	DisplayName string `json:"displayName"`
+	DisplayName string `json:"displayName,omitempty"`
 
 	// Beverage is what is in the cup (v1alpha1 and v1beta1 call it drink).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="beverage must not be blank"
-	Beverage string `json:"beverage"`
+	Beverage string `json:"beverage,omitempty"`
 
 	// Size of the drink: Small, Medium or Large. When omitted, the mutating
 	// webhook sets the default size of the OperatorConfig.
@@ -116,7 +116,7 @@ type Drink struct {
 
 	// Spec is the drink ordered.
 	// +required
-	Spec DrinkSpec `json:"spec"`
+	Spec DrinkSpec `json:"spec,omitzero"`
 	// Status is what the operator observed.
 	// +optional
 	Status DrinkStatus `json:"status,omitempty"`

@@ -15,14 +15,14 @@ type DrinkSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="name must not be blank"
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// Drink is what is in the cup (beverage in v1).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="drink must not be blank"
-	Drink string `json:"drink"`
+	Drink string `json:"drink,omitempty"`
 
 	// Size of the drink: Small, Medium or Large. When omitted, the mutating
 	// webhook sets the default size of the OperatorConfig.
@@ -77,7 +77,7 @@ type Drink struct {
 
 	// Spec is the drink ordered.
 	// +required
-	Spec DrinkSpec `json:"spec"`
+	Spec DrinkSpec `json:"spec,omitzero"`
 	// Status is what the operator observed.
 	// +optional
 	Status DrinkStatus `json:"status,omitempty"`

@@ -37,7 +37,7 @@ type GuestbookSpec struct {
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
-	Size int32 `json:"size"`
+	Size int32 `json:"size,omitempty"`
 
 	// ConfigMapName is the ConfigMap, in the operand namespace, that the pods
 	// mount. The operator creates it with defaults from alias when it is
@@ -47,7 +47,7 @@ type GuestbookSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	ConfigMapName string `json:"configMapName"`
+	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// Alias chooses the default ConfigMap content: Phone, Address or Name.
 	// +optional
@@ -94,7 +94,7 @@ type Guestbook struct {
 
 	// Spec is the application wanted.
 	// +required
-	Spec GuestbookSpec `json:"spec"`
+	Spec GuestbookSpec `json:"spec,omitzero"`
 	// Status is what the operator observed.
 	// +optional
 	Status GuestbookStatus `json:"status,omitempty"`

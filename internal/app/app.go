@@ -1,0 +1,164 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/webhook"
+)
+
+// Names of the objects the manager manages certificates for; they match
+// config/.
+const (
+	DrinkCRD                  = "drinks.example.com"
+	MutatingWebhookConfig     = "myoperator-mutating-webhook-configuration"
+	ValidatingWebhookConfig   = "myoperator-validating-webhook-configuration"
+	DefaultCertSecret         = "myoperator-webhook-server-cert"
+	DefaultWebhookServiceName = "myoperator-webhook-service"
+)
+
+// Options configure the manager.
+type Options struct {
+	// Namespace the operator runs in: its certificate Secret and Lease.
+	Namespace string
+
+	MetricsAddr string
+	ProbeAddr   string
+
+	WebhookHost string
+	WebhookPort int
+	CertDir     string
+
+	// Certs configures the operator's own certificate management; nil
+	// leaves certificates to someone else (cert-manager, or envtest).
+	Certs *CertOptions
+
+	LeaderElection bool
+	// LeaseDuration and friends tune leader election; zero uses defaults.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	GracefulShutdownTimeout time.Duration
+}
+
+// CertOptions configure the certificate rotator.
+type CertOptions struct {
+	// SecretName holds the CA and serving certificate, in Namespace.
+	SecretName string
+	// DNSName is the webhook Service's in-cluster name.
+	DNSName string
+	// ExtraDNSNames are further names the serving certificate is valid for
+	// (for example localhost, when the API server calls a URL on loopback).
+	ExtraDNSNames []string
+	// CAValidity and CertValidity bound the certificates' lifetimes;
+	// Lookahead is how long before expiry they are renewed, checked every
+	// CheckEvery. Zero uses cert-controller's defaults.
+	CAValidity, CertValidity, Lookahead, CheckEvery time.Duration
+}
+
+// New builds the manager with every webhook, the certificate rotator (when
+// asked) and the readiness checks.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	mgrOpts := ctrl.Options{
+		Scheme:                        scheme.New(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		WebhookServer:                 crwebhook.NewServer(crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              "myoperator.example.com",
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.LeaseDuration > 0 {
+		mgrOpts.LeaseDuration, mgrOpts.RenewDeadline, mgrOpts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+	}
+	if o.GracefulShutdownTimeout > 0 {
+		mgrOpts.GracefulShutdownTimeout = &o.GracefulShutdownTimeout
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	certsReady := make(chan struct{})
+	if o.Certs != nil {
+		if err := addCertRotator(mgr, o, certsReady); err != nil {
+			return nil, err
+		}
+	} else {
+		close(certsReady)
+	}
+	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready means: certificates written and injected, and the webhook server
+	// serving them. Until then the Service must not send traffic here.
+	if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func addCertRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
+	c := o.Certs
+	secret := c.SecretName
+	if secret == "" {
+		secret = DefaultCertSecret
+	}
+	dns := c.DNSName
+	if dns == "" {
+		dns = fmt.Sprintf("%s.%s.svc", DefaultWebhookServiceName, o.Namespace)
+	}
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: secret},
+		CertDir:        o.CertDir,
+		CAName:         "myoperator-ca",
+		CAOrganization: "myoperator",
+		DNSName:        dns,
+		ExtraDNSNames:  c.ExtraDNSNames,
+		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: MutatingWebhookConfig, Type: rotator.Mutating},
+			{Name: ValidatingWebhookConfig, Type: rotator.Validating},
+			{Name: DrinkCRD, Type: rotator.CRDConversion},
+		},
+		FieldOwner: "myoperator",
+		// Every replica serves webhooks, so every replica keeps its mounted
+		// certificate current; writes to the Secret and the CA bundles are
+		// idempotent across replicas.
+		RequireLeaderElection:  false,
+		CaCertDuration:         c.CAValidity,
+		ServerCertDuration:     c.CertValidity,
+		LookaheadInterval:      c.Lookahead,
+		RotationCheckFrequency: c.CheckEvery,
+		EnableReadinessCheck:   true,
+	})
+	if err != nil {
+		return fmt.Errorf("adding the certificate rotator: %w", err)
+	}
+	return nil
+}
+
+func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error) healthz.Checker {
+	return func(req *http.Request) error {
+		select {
+		case <-certsReady:
+		default:
+			return errors.New("webhook certificates not yet written and injected")
+		}
+		return serving(req)
+	}
+}

@@ -1,0 +1,146 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+)
+
+// MaxSmallExtras is how many extras fit in a Small drink.
+const MaxSmallExtras = 3
+
+// MaxGuestbookNameLength keeps a Guestbook's StatefulSet name short enough
+// for the controller-revision-hash label (63 characters) the StatefulSet
+// controller derives from it.
+const MaxGuestbookNameLength = 52
+
+// ServedDrinkVersions are the versions a Drink may be authored in.
+var ServedDrinkVersions = []string{"v1alpha1", "v1beta1", "v1"}
+
+// ValidateDrink checks a Drink (in its hub form) beyond its schema. The
+// Drink's name becomes a label value on its ConfigMap, so it must fit one.
+func ValidateDrink(d *drinksv1.Drink) field.ErrorList {
+	var errs field.ErrorList
+	if len(d.Name) > utilvalidation.LabelValueMaxLength {
+		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), d.Name, utilvalidation.LabelValueMaxLength).
+			WithOrigin("drink-name-label"))
+	}
+	if d.Spec.Size == drinksv1.SizeSmall && len(d.Spec.Extras) > MaxSmallExtras {
+		errs = append(errs, field.TooMany(field.NewPath("spec", "extras"), len(d.Spec.Extras), MaxSmallExtras).
+			WithOrigin("small-drink-extras"))
+		errs[len(errs)-1].Detail = fmt.Sprintf("a Small drink takes at most %d extras; choose size Medium or Large for more", MaxSmallExtras)
+	}
+	if v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]; ok && !slices.Contains(ServedDrinkVersions, v) {
+		errs = append(errs, field.NotSupported(
+			field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), v, ServedDrinkVersions))
+	}
+	return errs
+}
+
+// DrinkWarnings are the deprecation warnings for a Drink written through an
+// older API version: each names the field and its v1 replacement.
+func DrinkWarnings(requestVersion string) []string {
+	switch requestVersion {
+	case "v1alpha1":
+		return []string{
+			"example.com/v1alpha1 Drink is deprecated: write it as example.com/v1",
+			"spec.name is deprecated: use spec.displayName in example.com/v1",
+			"spec.drink is deprecated: use spec.beverage in example.com/v1",
+		}
+	case "v1beta1":
+		return []string{
+			"spec.name is deprecated: use spec.displayName in example.com/v1",
+			"spec.drink is deprecated: use spec.beverage in example.com/v1",
+			"spec.sugar is deprecated: use spec.sugarCubes in example.com/v1",
+		}
+	}
+	return nil
+}
+
+// ValidateGuestbook checks a Guestbook beyond its schema. others are the
+// other Guestbooks in the cluster: two Guestbooks must not share a
+// ConfigMap, since each mounts its own and defaults it from its alias.
+func ValidateGuestbook(g *webappv1.Guestbook, others []webappv1.Guestbook) field.ErrorList {
+	var errs field.ErrorList
+	name := field.NewPath("metadata", "name")
+	for _, msg := range utilvalidation.IsDNS1123Label(g.Name) {
+		errs = append(errs, field.Invalid(name, g.Name,
+			"must be a DNS label, because it names the Guestbook's StatefulSet, pods and Service: "+msg))
+	}
+	if len(g.Name) > MaxGuestbookNameLength {
+		errs = append(errs, field.TooLong(name, g.Name, MaxGuestbookNameLength))
+		errs[len(errs)-1].Detail = fmt.Sprintf(
+			"may not be more than %d characters: the StatefulSet's revision labels add a suffix to it", MaxGuestbookNameLength)
+	}
+	for _, o := range others {
+		if o.Name != g.Name && o.Spec.ConfigMapName == g.Spec.ConfigMapName {
+			errs = append(errs, field.Duplicate(field.NewPath("spec", "configMapName"), g.Spec.ConfigMapName).
+				MarkCoveredByDeclarative())
+			errs[len(errs)-1].Detail = fmt.Sprintf("ConfigMap %q is already used by Guestbook %q", g.Spec.ConfigMapName, o.Name)
+		}
+	}
+	return errs
+}
+
+// ValidateGuestbookUpdate checks what may not change on a Guestbook.
+func ValidateGuestbookUpdate(old, g *webappv1.Guestbook) field.ErrorList {
+	if old.Spec.ConfigMapName != g.Spec.ConfigMapName {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "configMapName"),
+			fmt.Sprintf("cannot change from %q: the pods mount it, and the operator never takes over another ConfigMap; create a new Guestbook instead",
+				old.Spec.ConfigMapName))}
+	}
+	return nil
+}
+
+// GuestbookUpdateWarnings warns about updates that are allowed but do not do
+// what a user may expect.
+func GuestbookUpdateWarnings(old, g *webappv1.Guestbook) []string {
+	if old.Spec.Alias != g.Spec.Alias {
+		return []string{fmt.Sprintf("spec.alias changed from %q to %q: the existing ConfigMap %q is never overwritten, so its content stays",
+			old.Spec.Alias, g.Spec.Alias, g.Spec.ConfigMapName)}
+	}
+	return nil
+}
+
+// reservedNamespaces may not hold Guestbook operands: they belong to the
+// cluster or to the operator itself.
+var reservedNamespaces = sets.New("kube-system", "kube-public", "kube-node-lease", "default")
+
+// imageRef is the grammar of a container image reference: an optional
+// registry host, a lowercase repository path, and a tag and/or digest.
+var imageRef = regexp.MustCompile(`^` +
+	`(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[\w][\w.-]{0,127})?` +
+	`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+
+// ValidateOperatorConfig checks an OperatorConfig beyond its schema.
+// operatorNamespace is where the operator runs; operands may not go there.
+func ValidateOperatorConfig(c *operatorv1alpha1.OperatorConfig, operatorNamespace string) field.ErrorList {
+	var errs field.ErrorList
+	if c.Name != operatorv1alpha1.SingletonName {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name,
+			"OperatorConfig is a singleton; the only accepted name is 'cluster'"))
+	}
+	ns := c.Spec.Guestbook.Namespace
+	nsPath := field.NewPath("spec", "guestbook", "namespace")
+	switch {
+	case reservedNamespaces.Has(ns):
+		errs = append(errs, field.Forbidden(nsPath, fmt.Sprintf("%q belongs to the cluster; choose a namespace of its own for Guestbook operands", ns)))
+	case ns != "" && ns == operatorNamespace:
+		errs = append(errs, field.Forbidden(nsPath, fmt.Sprintf("%q is the operator's own namespace (Pod Security restricted); choose another one for Guestbook operands", ns)))
+	}
+	if img := c.Spec.Guestbook.Image; img != "" && !imageRef.MatchString(img) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "guestbook", "image"), img,
+			"must be a container image reference such as registry.example.com/team/app:1.2 or app@sha256:<hex>"))
+	}
+	return errs
+}

@@ -1,0 +1,159 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/validation"
+)
+
+// +kubebuilder:webhook:path=/mutate-example-com-v1-drink,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=drinks,verbs=create;update,versions=v1,name=mdrink.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded
+// +kubebuilder:webhook:path=/validate-example-com-v1-drink,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=drinks,verbs=create;update,versions=v1,name=vdrink.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+
+// DrinkWebhook defaults and validates Drinks. The API server sends every
+// version's requests in the hub version (matchPolicy Equivalent) and names
+// the version the client used in requestKind.
+type DrinkWebhook struct {
+	// Config reads the OperatorConfig for the default size.
+	Config client.Reader
+	// Namespace is the operator's namespace.
+	Namespace string
+}
+
+var (
+	_ admission.Defaulter[*drinksv1.Drink] = &DrinkWebhook{}
+	_ admission.Validator[*drinksv1.Drink] = &DrinkWebhook{}
+)
+
+// Default fills in the size and records the authored version.
+func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	var old *drinksv1.Drink
+	if req.Operation == admissionv1.Update {
+		old = &drinksv1.Drink{}
+		if err := decodeOld(req, old); err != nil {
+			return err
+		}
+	}
+	// A missing or invalid OperatorConfig must not block Drinks: Load falls
+	// back to the built-in default size and the OperatorConfig's status
+	// reports the problem.
+	cfg, _ := opconfig.Load(ctx, w.Config, w.Namespace)
+	DefaultDrink(d, old, requestVersion(req), drinksv1.Size(cfg.DrinkDefaultSize))
+	return nil
+}
+
+// DefaultDrink defaults d as written through requestVersion, old being the
+// stored object on update (nil on create). It is idempotent.
+//
+//   - Fields the request version cannot express are kept from old: a client
+//     of an older version may drop the conversion-data annotation, and must
+//     not erase what a newer client wrote.
+//   - An omitted size keeps the old size, else gets defaultSize.
+//   - The authored-version annotation becomes requestVersion when the spec
+//     changes and is kept (or taken as written, for objects that never had
+//     one) when it does not.
+func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize drinksv1.Size) {
+	if old != nil {
+		keepInexpressible(d, old, requestVersion)
+	}
+	if d.Spec.Size == "" {
+		d.Spec.Size = defaultSize
+		if old != nil && old.Spec.Size != "" {
+			d.Spec.Size = old.Spec.Size
+		}
+	}
+	specChanged := true
+	if old != nil {
+		oldSpec := old.Spec.DeepCopy()
+		if oldSpec.Size == "" {
+			oldSpec.Size = d.Spec.Size
+		}
+		specChanged = !apiequality.Semantic.DeepEqual(*oldSpec, d.Spec)
+	}
+	authored, record := requestVersion, true
+	if !specChanged {
+		if v, ok := old.Annotations[drinksv1.AuthoredVersionAnnotation]; ok {
+			authored = v
+		} else if v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]; ok {
+			authored = v
+		} else {
+			// Written before versions were recorded and not changed now:
+			// nothing is known, so nothing is recorded.
+			record = false
+		}
+	}
+	if !record {
+		return
+	}
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[drinksv1.AuthoredVersionAnnotation] = authored
+}
+
+// keepInexpressible copies from old the fields that requestVersion has no
+// field for.
+func keepInexpressible(d, old *drinksv1.Drink, requestVersion string) {
+	switch requestVersion {
+	case "v1alpha1":
+		d.Spec.Size = old.Spec.Size
+		d.Spec.SugarCubes = old.Spec.SugarCubes
+		d.Spec.Extras = old.Spec.Extras
+	case "v1beta1":
+		d.Spec.Extras = old.Spec.Extras
+	}
+}
+
+// ValidateCreate checks a new Drink.
+func (w *DrinkWebhook) ValidateCreate(ctx context.Context, d *drinksv1.Drink) (admission.Warnings, error) {
+	return w.validate(ctx, d)
+}
+
+// ValidateUpdate checks a changed Drink.
+func (w *DrinkWebhook) ValidateUpdate(ctx context.Context, _, d *drinksv1.Drink) (admission.Warnings, error) {
+	return w.validate(ctx, d)
+}
+
+// ValidateDelete allows every delete.
+func (w *DrinkWebhook) ValidateDelete(context.Context, *drinksv1.Drink) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *DrinkWebhook) validate(ctx context.Context, d *drinksv1.Drink) (admission.Warnings, error) {
+	var warnings admission.Warnings
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		warnings = validation.DrinkWarnings(requestVersion(req))
+	}
+	if errs := validation.ValidateDrink(d); len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(drinksv1.GroupVersion.WithKind("Drink").GroupKind(), d.Name, errs)
+	}
+	return warnings, nil
+}
+
+// requestVersion is the API version the client wrote in.
+func requestVersion(req admission.Request) string {
+	if req.RequestKind != nil {
+		return req.RequestKind.Version
+	}
+	return req.Kind.Version
+}
+
+// decodeOld decodes the stored object of an update request.
+func decodeOld(req admission.Request, into client.Object) error {
+	if len(req.OldObject.Raw) == 0 {
+		return fmt.Errorf("update request %s has no old object", req.UID)
+	}
+	return jsonUnmarshal(req.OldObject.Raw, into)
+}
