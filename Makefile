@@ -36,8 +36,9 @@ help: ## Show every target with one line each.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs under config/crd/bases from the API markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and webhook configurations (config/webhook) from markers.
 	$(CONTROLLER_GEN) crd paths="./apis/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the APIs.

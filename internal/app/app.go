@@ -12,8 +12,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
 )
@@ -49,6 +51,9 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	GracefulShutdownTimeout time.Duration
+
+	// MigrationStatus receives the storage migration's outcome; may be nil.
+	MigrationStatus *migrate.Status
 }
 
 // CertOptions configure the certificate rotator.
@@ -99,6 +104,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		close(certsReady)
 	}
 	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
+		return nil, err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&migrate.Migrator{
+		Client: direct, Log: mgr.GetLogger().WithName("storage-migration"), Status: o.MigrationStatus,
+	}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
