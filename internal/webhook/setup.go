@@ -3,7 +3,9 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,14 +70,17 @@ type lenient struct {
 }
 
 func (l *lenient) Handle(ctx context.Context, req admission.Request) admission.Response {
+	// A review without an object, or whose object is not JSON at all, is
+	// malformed, not merely invalid.
 	var probe map[string]any
-	if len(req.Object.Raw) > 0 {
-		if err := json.Unmarshal(req.Object.Raw, &probe); err != nil {
-			return admission.Errored(400, fmt.Errorf("the object is not JSON: %w", err))
-		}
+	if len(req.Object.Raw) == 0 {
+		return admission.Errored(http.StatusBadRequest, errors.New("the AdmissionReview has no request.object"))
+	}
+	if err := json.Unmarshal(req.Object.Raw, &probe); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("request.object is not JSON: %w", err))
 	}
 	resp := l.next.Handle(ctx, req)
-	if !resp.Allowed && resp.Result != nil && resp.Result.Code == 400 {
+	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusBadRequest {
 		return admission.Allowed("not defaulted: the object does not match its schema, which rejects it next")
 	}
 	return resp
