@@ -1,20 +1,24 @@
 package app
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
@@ -74,11 +78,22 @@ type CertOptions struct {
 // New builds the manager with every webhook, the certificate rotator (when
 // asked) and the readiness checks.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	webhookOpts := crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}
+	var syncer *certs.Syncer
+	if o.Certs != nil {
+		syncer = &certs.Syncer{Dir: o.CertDir}
+		webhookOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate }}
+	}
 	mgrOpts := ctrl.Options{
-		Scheme:                        scheme.New(),
+		Scheme: scheme.New(),
+		// The operator reads Secrets only in its own namespace (its webhook
+		// certificate); RBAC allows no more.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		}},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
-		WebhookServer:                 crwebhook.NewServer(crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		WebhookServer:                 crwebhook.NewServer(webhookOpts),
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "myoperator.example.com",
 		LeaderElectionNamespace:       o.Namespace,
@@ -97,7 +112,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 	certsReady := make(chan struct{})
 	if o.Certs != nil {
-		if err := addCertRotator(mgr, o, certsReady); err != nil {
+		if err := addCertRotator(mgr, o, syncer, certsReady); err != nil {
 			return nil, err
 		}
 	} else {
@@ -126,7 +141,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-func addCertRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
+func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {
 	c := o.Certs
 	secret := c.SecretName
 	if secret == "" {
@@ -163,7 +178,10 @@ func addCertRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("adding the certificate rotator: %w", err)
 	}
-	return nil
+	syncer.Reader = mgr.GetCache()
+	syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: secret}
+	syncer.Log = mgr.GetLogger().WithName("cert-sync")
+	return mgr.Add(syncer)
 }
 
 func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error) healthz.Checker {

@@ -58,7 +58,7 @@ func (s *Status) Get() (ran bool, err error) {
 	return s.ran, s.err
 }
 
-// NeedLeaderElection: only the leader rewrites objects.
+// NeedLeaderElection returns true: only the leader rewrites objects.
 func (m *Migrator) NeedLeaderElection() bool { return true }
 
 // Start runs the migration, retrying with backoff until it succeeds or the

@@ -103,6 +103,9 @@ type Options struct {
 	// webhook server that the caller starts on WebhookInstallOptions' host,
 	// port and certificate directory, and the CRD conversion webhooks.
 	Webhooks bool
+	// WebhookHost is the host name in the webhook URLs the API server calls;
+	// 127.0.0.1 when empty. A serving certificate must be valid for it.
+	WebhookHost string
 }
 
 // New returns an envtest environment on the project-built binaries with the
@@ -140,6 +143,10 @@ func New(opts Options) (*envtest.Environment, error) {
 		// the local server.
 		env.WebhookInstallOptions.IgnoreSchemeConvertible = true
 		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
+		if opts.WebhookHost != "" {
+			// The server binds to 127.0.0.1; the URLs name WebhookHost.
+			env.WebhookInstallOptions.LocalServingHostExternalName = opts.WebhookHost
+		}
 		if err := addWebhookConfigurations(&env.WebhookInstallOptions); err != nil {
 			return nil, err
 		}
