@@ -162,4 +162,3 @@ func updateCRD(t *testing.T, c client.Client, mutate func(*apiextensionsv1.Custo
 	}
 	time.Sleep(time.Second) // let the API server serve the new definition
 }
-

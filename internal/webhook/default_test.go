@@ -1,0 +1,84 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/webhook"
+)
+
+// TestDefaultDrink: the table of what the Drink defaulter does; applying it
+// twice gives the same object.
+func TestDefaultDrink(t *testing.T) {
+	withAuthored := func(v string, spec drinksv1.DrinkSpec) *drinksv1.Drink {
+		d := &drinksv1.Drink{Spec: spec}
+		if v != "" {
+			d.Annotations = map[string]string{drinksv1.AuthoredVersionAnnotation: v}
+		}
+		return d
+	}
+	base := drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea"}
+	full := drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"lemon"}}
+	tests := []struct {
+		name    string
+		d, old  *drinksv1.Drink
+		version string
+		want    *drinksv1.Drink
+	}{
+		{"create without size", withAuthored("", base), nil, "v1beta1",
+			withAuthored("v1beta1", drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea", Size: drinksv1.SizeSmall})},
+		{"update through v1alpha1 keeps what v1alpha1 cannot say", withAuthored("", drinksv1.DrinkSpec{DisplayName: "y", Beverage: "tea"}),
+			withAuthored("v1", full), "v1alpha1",
+			withAuthored("v1alpha1", drinksv1.DrinkSpec{DisplayName: "y", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"lemon"}})},
+		{"update through v1beta1 keeps extras", withAuthored("v1", drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2}),
+			withAuthored("v1", full), "v1beta1", withAuthored("v1", full)},
+		{"metadata-only update keeps the authored version", withAuthored("v1", full), withAuthored("v1alpha1", full), "v1",
+			withAuthored("v1alpha1", full)},
+		{"legacy object without record stays without", withAuthored("", full), withAuthored("", full), "v1", withAuthored("", full)},
+		{"omitted size on update keeps the old size", withAuthored("", base), withAuthored("v1", full), "v1",
+			withAuthored("v1", drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea", Size: drinksv1.SizeLarge})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			webhook.DefaultDrink(tc.d, tc.old, tc.version, drinksv1.SizeSmall)
+			if diff := cmp.Diff(tc.want, tc.d); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			again := tc.d.DeepCopy()
+			webhook.DefaultDrink(again, tc.old, tc.version, drinksv1.SizeSmall)
+			if diff := cmp.Diff(tc.d, again); diff != "" {
+				t.Errorf("not idempotent (-once +twice):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultGuestbookAndOperatorConfig(t *testing.T) {
+	g := &webappv1.Guestbook{Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "cm"}}
+	webhook.DefaultGuestbook(g)
+	webhook.DefaultGuestbook(g)
+	if g.Spec.Alias != webappv1.AliasName {
+		t.Errorf("alias %q, want Name", g.Spec.Alias)
+	}
+	c := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	c.Spec.LogLevel = operatorv1alpha1.LogDebug
+	webhook.DefaultOperatorConfig(c)
+	once := c.DeepCopy()
+	webhook.DefaultOperatorConfig(c)
+	want := operatorv1alpha1.OperatorConfigSpec{
+		ManagementState: operatorv1alpha1.Managed, LogLevel: operatorv1alpha1.LogDebug,
+		Drinks:    operatorv1alpha1.DrinksConfig{DefaultSize: "Medium"},
+		Guestbook: operatorv1alpha1.GuestbookConfig{Namespace: "guestbook", Image: "registry.k8s.io/pause:3.10"},
+	}
+	if diff := cmp.Diff(want, c.Spec); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(once, c); diff != "" {
+		t.Errorf("not idempotent:\n%s", diff)
+	}
+}
