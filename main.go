@@ -40,13 +40,15 @@ func run() error {
 	flag.BoolVar(&manageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager provides them.")
 	flag.StringVar(&certSecret, "webhook-cert-secret", app.DefaultCertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate.")
 	flag.StringVar(&extraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")
+	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles each controller runs at once.")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one replica reconciles.")
 	flag.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
 
-	log, _ := logging.New(development)
+	log, level := logging.New(development)
 	ctrl.SetLogger(log)
+	o.LogLevel = level
 	if manageCerts {
 		o.Certs = &app.CertOptions{SecretName: certSecret}
 		if extraDNSNames != "" {

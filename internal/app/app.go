@@ -8,12 +8,16 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -22,7 +26,10 @@ import (
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
+	"github.com/example/myoperator/reconcile"
 )
+
+var managedBy = labels.SelectorFromSet(labels.Set{reconcile.ManagedByLabel: reconcile.ManagedByValue})
 
 // Names of the objects the manager manages certificates for; they match
 // config/.
@@ -56,8 +63,11 @@ type Options struct {
 
 	GracefulShutdownTimeout time.Duration
 
-	// MigrationStatus receives the storage migration's outcome; may be nil.
-	MigrationStatus *migrate.Status
+	// LogLevel is the level of the manager's logger, which the
+	// OperatorConfig sets live.
+	LogLevel zap.AtomicLevel
+	// MaxConcurrentReconciles per controller; 0 uses a default.
+	MaxConcurrentReconciles int
 }
 
 // CertOptions configure the certificate rotator.
@@ -88,9 +98,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme: scheme.New(),
 		// The operator reads Secrets only in its own namespace (its webhook
 		// certificate); RBAC allows no more.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		}},
+		Cache: cache.Options{
+			// Managed fields are never read; stripping them halves the
+			// memory of each cached object.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				// Its own certificate Secret only; RBAC allows no more.
+				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+				// Only what the operator writes, not every ConfigMap and Pod
+				// of the cluster.
+				&corev1.ConfigMap{}: {Label: managedBy},
+				&corev1.Pod{}:       {Label: managedBy},
+			},
+		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		WebhookServer:                 crwebhook.NewServer(webhookOpts),
@@ -121,13 +141,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
 		return nil, err
 	}
-	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(&migrate.Migrator{
-		Client: direct, Log: mgr.GetLogger().WithName("storage-migration"), Status: o.MigrationStatus,
-	}); err != nil {
+	if err := addControllers(cfg, mgr, o); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -139,6 +153,40 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// addControllers adds the storage migration and the reconcilers.
+func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	migration := &migrate.Status{}
+	migrationDone := make(chan event.GenericEvent, 1)
+	if err := mgr.Add(&migrate.Migrator{
+		Client: direct, Log: mgr.GetLogger().WithName("storage-migration"), Status: migration, Notify: migrationDone,
+	}); err != nil {
+		return err
+	}
+	if o.LogLevel == (zap.AtomicLevel{}) {
+		o.LogLevel = zap.NewAtomicLevel()
+	}
+	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if copts.MaxConcurrentReconciles == 0 {
+		copts.MaxConcurrentReconciles = 4
+	}
+	if err := (&reconcile.OperatorConfigReconciler{
+		Client: mgr.GetClient(), Level: o.LogLevel, Namespace: o.Namespace,
+		Migration: migration, MigrationDone: migrationDone, Elected: mgr.Elected(),
+	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	if err := (&reconcile.DrinkReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	return nil
 }
 
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {

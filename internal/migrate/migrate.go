@@ -10,11 +10,14 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 )
 
 // DrinkCRD is the CRD whose objects are migrated.
@@ -35,6 +38,9 @@ type Migrator struct {
 	PageSize int64
 	// Status receives the outcome, for the OperatorConfig's conditions.
 	Status *Status
+	// Notify, when set, receives an event for the OperatorConfig after
+	// each attempt, so that its status reports the outcome.
+	Notify chan<- event.GenericEvent
 }
 
 // Status is the outcome of the last migration, safe for concurrent use.
@@ -70,6 +76,13 @@ func (m *Migrator) Start(ctx context.Context) error {
 		err := m.Run(ctx)
 		if m.Status != nil {
 			m.Status.Set(err)
+		}
+		if m.Notify != nil {
+			select {
+			case m.Notify <- event.GenericEvent{Object: &operatorv1alpha1.OperatorConfig{
+				ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}}:
+			case <-ctx.Done():
+			}
 		}
 		if err != nil {
 			m.Log.Error(err, "storage migration failed; will retry")

@@ -51,19 +51,16 @@ func TestAuthoredVersion(t *testing.T) {
 				t.Fatalf("created through %s: authored version %q", tc.version, got)
 			}
 			// A label added through v1 does not touch the spec.
-			v1 := &drinksv1.Drink{}
-			mustGet(t, client.ObjectKeyFromObject(tc.obj), v1)
-			v1.Labels = map[string]string{"touched": "yes"}
-			v1.Annotations[drinksv1.AuthoredVersionAnnotation] = "v1beta1" // a user may not forge it
-			mustUpdate(t, v1)
+			key := client.ObjectKeyFromObject(tc.obj)
+			mustUpdate(t, key, &drinksv1.Drink{}, func(v1 *drinksv1.Drink) {
+				v1.Labels = map[string]string{"touched": "yes"}
+				v1.Annotations[drinksv1.AuthoredVersionAnnotation] = "v1beta1" // a user may not forge it
+			})
 			if got := authored(tc.obj.GetName()); got != tc.version {
 				t.Fatalf("metadata-only write through v1: authored version %q, want %q kept", got, tc.version)
 			}
 			// The spec written through v1beta1 moves it.
-			beta := &drinksv1beta1.Drink{}
-			mustGet(t, client.ObjectKeyFromObject(tc.obj), beta)
-			beta.Spec.Drink = "coffee"
-			mustUpdate(t, beta)
+			mustUpdate(t, key, &drinksv1beta1.Drink{}, func(beta *drinksv1beta1.Drink) { beta.Spec.Drink = "coffee" })
 			if got := authored(tc.obj.GetName()); got != "v1beta1" {
 				t.Fatalf("spec written through v1beta1: authored version %q", got)
 			}
@@ -192,8 +189,17 @@ func TestAdmissionRejects(t *testing.T) {
 			if tc.op == create {
 				err = k8s.Create(ctx, obj)
 			} else {
-				obj.SetResourceVersion(before.GetResourceVersion())
-				err = k8s.Update(ctx, obj)
+				// The reconciler writes status meanwhile; a conflict is not
+				// the rejection under test, so try again on the newest version.
+				for range 10 {
+					obj.SetResourceVersion(before.GetResourceVersion())
+					if err = k8s.Update(ctx, obj); !apierrors.IsConflict(err) {
+						break
+					}
+					if gerr := k8s.Get(ctx, client.ObjectKeyFromObject(obj), before); gerr != nil {
+						t.Fatal(gerr)
+					}
+				}
 			}
 			if err == nil {
 				t.Fatalf("accepted, want rejected with %q", tc.want)

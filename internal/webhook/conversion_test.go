@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/util/retry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,10 +47,7 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			create: &drinksv1.Drink{ObjectMeta: meta(ns, "extras"), Spec: drinksv1.DrinkSpec{
 				DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"lemon", "honey"}}},
 			update: func(t *testing.T, key client.ObjectKey) {
-				d := &drinksv1alpha1.Drink{}
-				mustGet(t, key, d)
-				d.Spec.Drink = "green-tea"
-				mustUpdate(t, d)
+				mustUpdate(t, key, &drinksv1alpha1.Drink{}, func(d *drinksv1alpha1.Drink) { d.Spec.Drink = "green-tea" })
 			},
 			wantV1: drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "green-tea", Size: drinksv1.SizeLarge, SugarCubes: 2,
 				Extras: []string{"lemon", "honey"}},
@@ -61,10 +59,7 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			create: &drinksv1beta1.Drink{ObjectMeta: meta(ns, "beta"), Spec: drinksv1beta1.DrinkSpec{
 				Name: "Espresso", Drink: "coffee", Size: "Small", Sugar: 3}},
 			update: func(t *testing.T, key client.ObjectKey) {
-				d := &drinksv1alpha1.Drink{}
-				mustGet(t, key, d)
-				d.Spec.Name = "Ristretto"
-				mustUpdate(t, d)
+				mustUpdate(t, key, &drinksv1alpha1.Drink{}, func(d *drinksv1alpha1.Drink) { d.Spec.Name = "Ristretto" })
 			},
 			wantV1:       drinksv1.DrinkSpec{DisplayName: "Ristretto", Beverage: "coffee", Size: drinksv1.SizeSmall, SugarCubes: 3},
 			wantV1beta1:  drinksv1beta1.DrinkSpec{Name: "Ristretto", Drink: "coffee", Size: "Small", Sugar: 3},
@@ -75,11 +70,10 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			create: &drinksv1.Drink{ObjectMeta: meta(ns, "dropped"), Spec: drinksv1.DrinkSpec{
 				DisplayName: "Mate", Beverage: "mate", Size: drinksv1.SizeSmall, Extras: []string{"ice"}}},
 			update: func(t *testing.T, key client.ObjectKey) {
-				d := &drinksv1alpha1.Drink{}
-				mustGet(t, key, d)
-				delete(d.Annotations, drinksv1.ConversionDataAnnotation)
-				d.Spec.Drink = "yerba-mate"
-				mustUpdate(t, d)
+				mustUpdate(t, key, &drinksv1alpha1.Drink{}, func(d *drinksv1alpha1.Drink) {
+					delete(d.Annotations, drinksv1.ConversionDataAnnotation)
+					d.Spec.Drink = "yerba-mate"
+				})
 			},
 			wantV1:       drinksv1.DrinkSpec{DisplayName: "Mate", Beverage: "yerba-mate", Size: drinksv1.SizeSmall, Extras: []string{"ice"}},
 			wantV1beta1:  drinksv1beta1.DrinkSpec{Name: "Mate", Drink: "yerba-mate", Size: "Small"},
@@ -166,9 +160,17 @@ func mustGet(t *testing.T, key client.ObjectKey, obj client.Object) {
 	}
 }
 
-func mustUpdate(t *testing.T, obj client.Object) {
+// mustUpdate reads key into obj, applies mutate and writes it back, again
+// when the reconciler's status writes make it conflict.
+func mustUpdate[T client.Object](t *testing.T, key client.ObjectKey, obj T, mutate func(T)) {
 	t.Helper()
-	if err := k8s.Update(context.Background(), obj); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(context.Background(), key, obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return k8s.Update(context.Background(), obj)
+	}); err != nil {
 		t.Fatalf("update %T: %v", obj, err)
 	}
 }

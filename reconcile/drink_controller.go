@@ -1,0 +1,114 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/opconfig"
+)
+
+// FieldOwner is the server-side apply field manager of every operand write.
+const FieldOwner = "myoperator"
+
+// DrinkReconciler renders every Drink, whatever version it was written in,
+// into a ConfigMap of the same name in its namespace, in the layout of its
+// authored version.
+type DrinkReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Namespace is the operator's namespace (for resolving OperatorConfig).
+	Namespace string
+}
+
+// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=example.com,resources=drinks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one Drink's ConfigMap and status up to date, persisting
+// the status at most once, and only when it changed.
+func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	d := &drinksv1.Drink{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes the ConfigMap
+	}
+	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", AuthoredVersion(d))
+	before := d.Status.DeepCopy()
+	defer func() {
+		if apiequality.Semantic.DeepEqual(before, &d.Status) {
+			return
+		}
+		patch := &drinksv1.Drink{ObjectMeta: d.ObjectMeta, Status: *before}
+		if err := r.Client.Status().Patch(ctx, d, client.MergeFrom(patch)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+
+	d.Status.AuthoredVersion = AuthoredVersion(d)
+	cfg, cfgErr := opconfig.Load(ctx, r.Client, r.Namespace)
+	if cfgErr != nil {
+		log.V(1).Info("using default configuration", "reason", cfgErr.Error())
+	}
+	if cfg.ManagementState == operatorv1alpha1.Unmanaged {
+		setDrinkUnmanaged(d)
+		return ctrl.Result{}, nil
+	}
+	data, err := ConfigMapData(d)
+	var unknown *UnknownVersionError
+	if errors.As(err, &unknown) {
+		setDrinkStalled(d, unknown)
+		return ctrl.Result{}, nil // nothing to retry until the Drink changes
+	}
+	changed, err := r.applyConfigMap(ctx, d, data)
+	if err != nil {
+		setDrinkApplyFailed(d, err)
+		return ctrl.Result{}, err
+	}
+	if changed != "" {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, changed, "ApplyConfigMap",
+			"ConfigMap %s in the %s layout", d.Name, AuthoredVersion(d))
+	}
+	setDrinkReady(d)
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler: it watches Drinks, the
+// ConfigMaps they own, and the OperatorConfig (a change there may concern
+// every Drink).
+func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&drinksv1.Drink{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(r.allDrinks)).
+		WithOptions(opts).
+		Complete(r)
+}
+
+func (r *DrinkReconciler) allDrinks(ctx context.Context, _ client.Object) []ctrl.Request {
+	list := &drinksv1.DrinkList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Drinks after an OperatorConfig change")
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}

@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+)
+
+// Condition types beside Ready, after the kstatus conventions: Stalled is
+// true when the operator cannot make progress without a change by the user.
+const (
+	ConditionStalled = "Stalled"
+)
+
+// Reasons a user can act on.
+const (
+	ReasonConfigMapReady         = "ConfigMapReady"
+	ReasonUnmanaged              = "Unmanaged"
+	ReasonUnknownAuthoredVersion = "UnknownAuthoredVersion"
+	ReasonApplyFailed            = "ApplyFailed"
+)
+
+// setDrinkReady: the ConfigMap matches the current generation.
+func setDrinkReady(d *drinksv1.Drink) {
+	d.Status.ObservedGeneration = d.Generation
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionTrue, ReasonConfigMapReady,
+		"ConfigMap "+d.Name+" holds the "+AuthoredVersion(d)+" layout of the current spec")
+	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
+}
+
+// setDrinkUnmanaged: the OperatorConfig says to leave operands alone.
+func setDrinkUnmanaged(d *drinksv1.Drink) {
+	d.Status.ObservedGeneration = d.Generation
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonUnmanaged,
+		"OperatorConfig cluster has managementState Unmanaged: the operator leaves this Drink's ConfigMap alone; set Managed to resume")
+	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
+}
+
+// setDrinkStalled: no layout for the authored version; only a write of the
+// spec can fix it.
+func setDrinkStalled(d *drinksv1.Drink, err error) {
+	d.Status.ObservedGeneration = d.Generation
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonUnknownAuthoredVersion, err.Error())
+	setCondition(&d.Status.Conditions, d.Generation, ConditionStalled, metav1.ConditionTrue, ReasonUnknownAuthoredVersion, err.Error())
+}
+
+// setDrinkApplyFailed: writing the ConfigMap failed; the reconcile is
+// retried with backoff. The generation is not observed yet.
+func setDrinkApplyFailed(d *drinksv1.Drink, err error) {
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed,
+		"writing ConfigMap "+d.Name+" failed; retrying: "+err.Error())
+}
+
+// setCondition sets a condition; its transition time changes only when its
+// status does, so an unchanged condition costs no write.
+func setCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation,
+	})
+}

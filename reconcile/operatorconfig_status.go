@@ -1,0 +1,47 @@
+package reconcile
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+)
+
+// Reasons of the OperatorConfig's conditions.
+const (
+	ReasonRunning                = "Running"
+	ReasonApplied                = "Applied"
+	ReasonAsExpected             = "AsExpected"
+	ReasonInvalidConfig          = "InvalidConfig"
+	ReasonStorageMigrationFailed = "StorageMigrationFailed"
+)
+
+// setConfigAvailable: the operator runs (with this config or defaults).
+func setConfigAvailable(c *operatorv1alpha1.OperatorConfig) {
+	setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionAvailable, metav1.ConditionTrue, ReasonRunning,
+		"the operator is running with the effective configuration in status")
+}
+
+// setConfigProgressing: a config is applied in the reconcile that observes
+// it, so nothing is left in progress once status is written.
+func setConfigProgressing(c *operatorv1alpha1.OperatorConfig) {
+	setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonApplied,
+		"generation applied")
+}
+
+// setConfigDegraded: the spec breaks a rule (the operator then runs on
+// defaults) or the storage migration failed.
+func setConfigDegraded(c *operatorv1alpha1.OperatorConfig, invalid field.ErrorList, migrationErr error) {
+	switch {
+	case len(invalid) > 0:
+		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonInvalidConfig,
+			"running on built-in defaults: "+invalid.ToAggregate().Error())
+	case migrationErr != nil:
+		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonStorageMigrationFailed,
+			"stored Drinks could not all be rewritten in the storage version; retrying: "+migrationErr.Error())
+	default:
+		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected,
+			"configuration valid")
+	}
+}
