@@ -218,8 +218,8 @@ func TestAdmissionRejects(t *testing.T) {
 			switch {
 			case !existed && !apierrors.IsNotFound(getErr):
 				t.Errorf("rejected object is stored (get: %v)", getErr)
-			case existed && after.GetResourceVersion() != before.GetResourceVersion():
-				t.Errorf("rejected update changed the object (resourceVersion %s -> %s)", before.GetResourceVersion(), after.GetResourceVersion())
+			case existed && after.GetGeneration() != before.GetGeneration():
+				t.Errorf("rejected update changed the spec (generation %d -> %d)", before.GetGeneration(), after.GetGeneration())
 			}
 		})
 	}
