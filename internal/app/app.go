@@ -181,6 +181,11 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
+	if err := (&reconcile.GuestbookReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
 	if err := (&reconcile.DrinkReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
 	}).SetupWithManager(mgr, copts); err != nil {

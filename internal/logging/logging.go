@@ -1,6 +1,9 @@
 package logging
 
 import (
+	"io"
+	"os"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
@@ -14,33 +17,33 @@ const (
 	Error = "Error"
 )
 
-// New returns a logr.Logger backed by zap and the level that controls it.
-// JSON lines by default; development adds a human-readable console encoder.
-// Setting the returned level (see SetLevel) takes effect at once in every
-// logger derived from the result.
+// New returns a logr.Logger writing to stderr; see NewTo.
 func New(development bool) (logr.Logger, zap.AtomicLevel) {
+	return NewTo(os.Stderr, development)
+}
+
+// NewTo returns a logr.Logger backed by zap, writing to w, and the level
+// that controls it: JSON lines by default, human-readable console lines
+// for development. Setting the level (see SetLevel) takes effect at once in
+// every logger derived from the result. No sampling: an operator's log must
+// not drop the one line that explains a failure.
+func NewTo(w io.Writer, development bool) (logr.Logger, zap.AtomicLevel) {
 	level := zap.NewAtomicLevelAt(zapcore.InfoLevel)
-	var cfg zap.Config
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	var encoder zapcore.Encoder
 	if development {
-		cfg = zap.NewDevelopmentConfig()
+		enc = zap.NewDevelopmentEncoderConfig()
+		encoder = zapcore.NewConsoleEncoder(enc)
 	} else {
-		cfg = zap.NewProductionConfig()
-		// Sampling drops repeated lines; an operator's log must not lose the
-		// one line that explains a failure.
-		cfg.Sampling = nil
+		encoder = zapcore.NewJSONEncoder(enc)
 	}
-	cfg.Level = level
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	zl, err := cfg.Build()
-	if err != nil {
-		// The configuration above is static; failing to build it is a bug.
-		panic(err)
-	}
-	return zapr.NewLogger(zl), level
+	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(w)), level)
+	return zapr.NewLogger(zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w))))), level
 }
 
 // SetLevel applies an OperatorConfig log level name. Debug also enables the
-// V(1) lines of controller-runtime and of the reconcilers.
+// V(1) lines of the reconcilers.
 func SetLevel(level zap.AtomicLevel, name string) {
 	switch name {
 	case Debug:

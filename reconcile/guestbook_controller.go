@@ -1,0 +1,132 @@
+package reconcile
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/opconfig"
+)
+
+// GuestbookReconciler runs each Guestbook as an active/standby application
+// in the operand namespace: a StatefulSet of size pods mounting the
+// Guestbook's ConfigMap, exactly one Ready pod labelled active, the others
+// standby, and a Service that selects the active pod.
+type GuestbookReconciler struct {
+	Client client.Client
+	// APIReader reads what the cache does not hold: a ConfigMap the user
+	// created, which carries none of the operator's labels.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Namespace string
+}
+
+// +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+
+// Reconcile converges one Guestbook and persists its status once.
+func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	g := &webappv1.Guestbook{}
+	if err := r.Client.Get(ctx, req.NamespacedName, g); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !g.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes the operands
+	}
+	log.V(1).Info("reconciling Guestbook", "generation", g.Generation)
+	before := g.Status.DeepCopy()
+	defer func() {
+		if apiequality.Semantic.DeepEqual(before, &g.Status) {
+			return
+		}
+		patch := &webappv1.Guestbook{ObjectMeta: g.ObjectMeta, Status: *before}
+		if err := r.Client.Status().Patch(ctx, g, client.MergeFrom(patch)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+
+	cfg, _ := opconfig.Load(ctx, r.Client, r.Namespace)
+	if cfg.ManagementState == operatorv1alpha1.Unmanaged {
+		setGuestbookUnmanaged(g)
+		return ctrl.Result{}, nil
+	}
+	ns := cfg.GuestbookNamespace
+	if err := r.ensureNamespace(ctx, ns); err != nil {
+		setGuestbookFailed(g, "NamespaceFailed", err)
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureConfigMap(ctx, g, ns); err != nil {
+		setGuestbookFailed(g, "ConfigMapFailed", err)
+		return ctrl.Result{}, err
+	}
+	if err := r.applyStatefulSet(ctx, g, ns, cfg.GuestbookImage); err != nil {
+		setGuestbookFailed(g, "StatefulSetFailed", err)
+		return ctrl.Result{}, err
+	}
+	if err := r.applyService(ctx, g, ns); err != nil {
+		setGuestbookFailed(g, "ServiceFailed", err)
+		return ctrl.Result{}, err
+	}
+	roles, err := r.assignRoles(ctx, g, ns)
+	if err != nil {
+		setGuestbookFailed(g, "RoleAssignmentFailed", err)
+		return ctrl.Result{}, err
+	}
+	if roles.failedOver() {
+		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "Failover", "Promote",
+			"pod %s promoted to active: %s", roles.active, roles.reason)
+	}
+	setGuestbookRoles(g, roles)
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler. The Guestbook is
+// cluster-scoped and its operands namespaced; they find their owner through
+// the owner reference, and pods through their instance label.
+func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&webappv1.Guestbook{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToGuestbook)).
+		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(r.allGuestbooks)).
+		WithOptions(opts).
+		Complete(r)
+}
+
+func podToGuestbook(_ context.Context, o client.Object) []ctrl.Request {
+	if name := o.GetLabels()[InstanceLabel]; name != "" && o.GetLabels()[NameLabel] == GuestbookAppName {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+	}
+	return nil
+}
+
+func (r *GuestbookReconciler) allGuestbooks(ctx context.Context, _ client.Object) []ctrl.Request {
+	list := &webappv1.GuestbookList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Guestbooks after an OperatorConfig change")
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
+	}
+	return reqs
+}

@@ -1,0 +1,262 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+)
+
+// Labels of Guestbook operands.
+const (
+	NameLabel        = "app.kubernetes.io/name"
+	InstanceLabel    = "app.kubernetes.io/instance"
+	GuestbookAppName = "guestbook"
+	// SpecHashAnnotation records a hash of what the operator last applied,
+	// so that an unchanged operand costs no write.
+	SpecHashAnnotation = "webapp.my.domain/applied-hash"
+	// PodSecurityEnforce is the Pod Security label of the operand namespace.
+	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+)
+
+// defaultEntries is the ConfigMap content for each alias.
+var defaultEntries = map[webappv1.Alias]map[string]string{
+	webappv1.AliasPhone:   {"alias": "Phone", "entry": "+1 555 0100"},
+	webappv1.AliasAddress: {"alias": "Address", "entry": "1 Main Street"},
+	webappv1.AliasName:    {"alias": "Name", "entry": "Guest"},
+}
+
+// DefaultGuestbookData is the content of a Guestbook ConfigMap the operator
+// creates because it is absent.
+func DefaultGuestbookData(alias webappv1.Alias) map[string]string {
+	if d, ok := defaultEntries[alias]; ok {
+		return d
+	}
+	return defaultEntries[webappv1.AliasName]
+}
+
+func guestbookLabels(g *webappv1.Guestbook) map[string]string {
+	return map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name, ManagedByLabel: ManagedByValue}
+}
+
+func guestbookOwner(g *webappv1.Guestbook) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion(webappv1.GroupVersion.String()).WithKind("Guestbook").
+		WithName(g.Name).WithUID(g.UID).WithController(true).WithBlockOwnerDeletion(true)
+}
+
+// ensureNamespace creates the operand namespace when it is missing,
+// enforcing Pod Security restricted; an existing one is left as it is.
+func (r *GuestbookReconciler) ensureNamespace(ctx context.Context, name string) error {
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		ManagedByLabel: ManagedByValue, PodSecurityEnforce: "restricted",
+	}}}
+	if err := r.Client.Create(ctx, ns, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating operand namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// ensureConfigMap creates the Guestbook's ConfigMap with defaults from its
+// alias when it is absent. It never changes an existing one.
+func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+	key := client.ObjectKey{Namespace: ns, Name: g.Spec.ConfigMapName}
+	if err := r.Client.Get(ctx, key, &corev1.ConfigMap{}); err == nil {
+		return nil // one the operator created (its cache holds only those)
+	}
+	err := r.APIReader.Get(ctx, key, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		return err // exists (the user's own) or cannot be read
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.Spec.ConfigMapName, Labels: guestbookLabels(g),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(g, webappv1.GroupVersion.WithKind("Guestbook"))}},
+		Data: DefaultGuestbookData(g.Spec.Alias),
+	}
+	if err := r.Client.Create(ctx, cm, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ConfigMap %s/%s: %w", ns, cm.Name, err)
+	}
+	return nil
+}
+
+// applyStatefulSet applies the Guestbook's StatefulSet when what the
+// operator wants differs from what it last applied.
+func (r *GuestbookReconciler) applyStatefulSet(ctx context.Context, g *webappv1.Guestbook, ns, image string) error {
+	labels := guestbookLabels(g)
+	selector := map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name}
+	container := corev1ac.Container().WithName("guestbook").WithImage(image).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080)).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/guestbook").WithReadOnly(true)).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}).
+			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")})).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).WithReadOnlyRootFilesystem(true).WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	pod := corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
+		WithContainers(container).
+		WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).WithRunAsUser(65532).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithAutomountServiceAccountToken(false).
+		WithVolumes(corev1ac.Volume().WithName("config").
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(g.Spec.ConfigMapName))))
+	spec := appsv1ac.StatefulSetSpec().WithReplicas(g.Spec.Size).WithServiceName(g.Name).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+		WithPodManagementPolicy(appsv1.ParallelPodManagement).
+		WithTemplate(pod)
+	sts := appsv1ac.StatefulSet(g.Name, ns).WithLabels(labels).WithOwnerReferences(guestbookOwner(g)).WithSpec(spec)
+	return r.applyIfChanged(ctx, &appsv1.StatefulSet{}, g.Name, ns, sts, func(h string) { sts.WithAnnotations(map[string]string{SpecHashAnnotation: h}) })
+}
+
+// applyService applies the Service that selects only the active pod.
+func (r *GuestbookReconciler) applyService(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+	svc := corev1ac.Service(g.Name, ns).WithLabels(guestbookLabels(g)).WithOwnerReferences(guestbookOwner(g)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name, webappv1.RoleLabel: webappv1.RoleActive}).
+			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80).WithTargetPort(intstr.FromString("http"))))
+	return r.applyIfChanged(ctx, &corev1.Service{}, g.Name, ns, svc, func(h string) { svc.WithAnnotations(map[string]string{SpecHashAnnotation: h}) })
+}
+
+// applyIfChanged server-side applies ac unless the live object (read into
+// live) carries the hash of exactly this apply configuration.
+func (r *GuestbookReconciler) applyIfChanged(ctx context.Context, live client.Object, name, ns string, ac runtime.ApplyConfiguration, setHash func(string)) error {
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	hash := hex.EncodeToString(sum[:8])
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
+	if err == nil && live.GetAnnotations()[SpecHashAnnotation] == hash {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	setHash(hash)
+	return r.Client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// roles is the outcome of a role assignment.
+type roles struct {
+	active, previous string
+	standby          []string
+	ready            int
+	reason           string
+}
+
+// failedOver reports whether another pod took over from an active one.
+func (r roles) failedOver() bool {
+	return r.previous != "" && r.active != "" && r.active != r.previous
+}
+
+// assignRoles labels exactly one Ready pod active and the others standby.
+// When the active pod is gone or not Ready, it is demoted before a Ready
+// standby is promoted, so two pods never carry the active label at once.
+func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guestbook, ns string) (roles, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(ns),
+		client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name}); err != nil {
+		return roles{}, err
+	}
+	items := pods.Items
+	slices.SortFunc(items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	out := roles{previous: g.Status.Active}
+	keep := ""
+	for i := range items {
+		p := &items[i]
+		if podReady(p) {
+			out.ready++
+		}
+		if p.Labels[webappv1.RoleLabel] == webappv1.RoleActive && podReady(p) && keep == "" {
+			keep = p.Name
+		}
+	}
+	// Demote every active pod but the one kept, before any promotion.
+	for i := range items {
+		p := &items[i]
+		if p.Labels[webappv1.RoleLabel] == webappv1.RoleActive && p.Name != keep {
+			if err := r.setRole(ctx, p, webappv1.RoleStandby); err != nil {
+				return roles{}, err
+			}
+			out.reason = fmt.Sprintf("pod %s stopped being Ready", p.Name)
+		}
+	}
+	if keep == "" {
+		for i := range items {
+			if p := &items[i]; podReady(p) {
+				keep = p.Name
+				if out.reason == "" {
+					out.reason = "the previous active pod is gone"
+				}
+				if err := r.setRole(ctx, p, webappv1.RoleActive); err != nil {
+					return roles{}, err
+				}
+				break
+			}
+		}
+	}
+	out.active = keep
+	for i := range items {
+		p := &items[i]
+		if p.Name == keep || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.setRole(ctx, p, webappv1.RoleStandby); err != nil {
+			return roles{}, err
+		}
+		out.standby = append(out.standby, p.Name)
+	}
+	return out, nil
+}
+
+// setRole patches a pod's role label, if it differs.
+func (r *GuestbookReconciler) setRole(ctx context.Context, p *corev1.Pod, role string) error {
+	if p.Labels[webappv1.RoleLabel] == role {
+		return nil
+	}
+	base := p.DeepCopy()
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[webappv1.RoleLabel] = role
+	// The resourceVersion in the patch makes it fail, rather than act on a
+	// stale view, when the pod changed since it was read.
+	err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func podReady(p *corev1.Pod) bool {
+	if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+)
+
+// ConditionReconciling is true while the operator waits for the operands to
+// reach what the spec asks (kstatus reads it as InProgress).
+const ConditionReconciling = "Reconciling"
+
+// setGuestbookRoles reports the roles and whether the application runs as
+// the current generation asks: one active pod and every pod Ready.
+func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
+	g.Status.ObservedGeneration = g.Generation
+	g.Status.Active = r.active
+	g.Status.Standby = r.standby
+	switch {
+	case r.active == "":
+		msg := fmt.Sprintf("no Ready pod to make active (%d of %d pods Ready)", r.ready, g.Spec.Size)
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "NoActivePod", msg)
+		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
+	case int32(r.ready) < g.Spec.Size:
+		msg := fmt.Sprintf("pod %s is active; %d of %d pods Ready", r.active, r.ready, g.Spec.Size)
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "PodsNotReady", msg)
+		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
+	default:
+		msg := fmt.Sprintf("pod %s is active, %d standby", r.active, len(r.standby))
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionTrue, "Active", msg)
+		meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+	}
+}
+
+// setGuestbookUnmanaged: the OperatorConfig says to leave operands alone.
+func setGuestbookUnmanaged(g *webappv1.Guestbook) {
+	g.Status.ObservedGeneration = g.Generation
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonUnmanaged,
+		"OperatorConfig cluster has managementState Unmanaged: the operator leaves this Guestbook's operands alone; set Managed to resume")
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+}
+
+// setGuestbookFailed: a write failed; the reconcile is retried.
+func setGuestbookFailed(g *webappv1.Guestbook, reason string, err error) {
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
+	setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, reason, "retrying")
+}

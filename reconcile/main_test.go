@@ -1,0 +1,150 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/logging"
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+var (
+	env     *envtest.Environment
+	cfg     *rest.Config
+	k8s     client.Client
+	logs    = &syncBuffer{}
+	level   zap.AtomicLevel
+	testCtx = context.Background()
+)
+
+// TestMain starts the project-built API server with config/crd and
+// config/webhook, and the whole manager (app.New: webhooks, migration and
+// every reconciler) in this process, logging into a buffer the tests read.
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.New(testenv.Options{Webhooks: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if cfg, err = env.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the API server:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	var log logr.Logger
+	log, level = logging.NewTo(logs, false)
+	ctrl.SetLogger(log)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wo := env.WebhookInstallOptions
+	mgr, err := app.New(cfg, app.Options{
+		Namespace: "myoperator-system", MetricsAddr: "0", ProbeAddr: "0",
+		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		LogLevel: level,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		}
+	}()
+	if err := testenv.WaitForWebhookServer(ctx, mgr, 30*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// syncBuffer is a log sink the tests can read while the manager writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// namespace creates a namespace of the test's own and removes it after.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rec-"}}
+	if err := k8s.Create(testCtx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, ns) })
+	return ns.Name
+}
+
+// eventually polls cond every 100 ms until it returns "" or 10 s pass, then
+// fails with cond's last explanation.
+func eventually(t *testing.T, cond func() string) {
+	t.Helper()
+	const timeout = 10 * time.Second
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kstatusOf computes the kstatus of an object as the API server serves it.
+func kstatusOf(t *testing.T, obj client.Object) status.Status {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object = m
+	res, err := status.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
