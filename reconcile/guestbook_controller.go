@@ -34,8 +34,9 @@ type GuestbookReconciler struct {
 
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
 
@@ -81,6 +82,10 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if err := r.applyService(ctx, g, ns); err != nil {
 		setGuestbookFailed(g, "ServiceFailed", err)
+		return ctrl.Result{}, err
+	}
+	if err := r.removeStaleOperands(ctx, g, ns); err != nil {
+		setGuestbookFailed(g, "CleanupFailed", err)
 		return ctrl.Result{}, err
 	}
 	roles, err := r.assignRoles(ctx, g, ns)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -259,4 +260,31 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// removeStaleOperands deletes what the operator created for the Guestbook in
+// another namespace, after guestbook.namespace changed: the operands move,
+// they are not left running twice.
+func (r *GuestbookReconciler) removeStaleOperands(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+	mine := client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name, ManagedByLabel: ManagedByValue}
+	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}}
+	for _, list := range lists {
+		if err := r.Client.List(ctx, list, mine); err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok || obj.GetNamespace() == ns || !metav1.IsControlledBy(obj, g) {
+				continue
+			}
+			if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("removing %s/%s from the previous operand namespace: %w", obj.GetNamespace(), obj.GetName(), err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,270 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/reconcile"
+)
+
+const operandNS = "guestbook" // OperatorConfig's default guestbook.namespace
+
+// runPods does what the StatefulSet controller and the kubelet would (envtest
+// runs neither): it creates the StatefulSet's pods from its template, and
+// marks them Running and Ready.
+func runPods(t *testing.T, g *webappv1.Guestbook) []string {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	eventually(t, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: g.Name}, sts); err != nil {
+			return "StatefulSet: " + err.Error()
+		}
+		return ""
+	})
+	var names []string
+	for i := range *sts.Spec.Replicas {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operandNS, Name: fmt.Sprintf("%s-%d", g.Name, i),
+				Labels:          sts.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Spec: sts.Spec.Template.Spec,
+		}
+		// Pod Security restricted (the operand namespace enforces it)
+		// admits the template as the operator wrote it.
+		if err := k8s.Create(testCtx, p); err != nil {
+			t.Fatalf("creating pod from the StatefulSet template: %v", err)
+		}
+		setPodReady(t, p.Name, true)
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func setPodReady(t *testing.T, name string, ready bool) {
+	t.Helper()
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: name}, p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: metav1.Now()}}
+		return k8s.Status().Update(testCtx, p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// activeWatch records, from a watch on the operand pods, the highest number
+// of pods that carried the active label at the same observed instant.
+type activeWatch struct {
+	mu      sync.Mutex
+	roles   map[string]string
+	maxSeen int
+	changes int
+}
+
+func watchActive(t *testing.T, ctx context.Context, instance string) *activeWatch {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	w, err := cs.CoreV1().Pods(operandNS).Watch(ctx, metav1.ListOptions{LabelSelector: reconcile.InstanceLabel + "=" + instance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw := &activeWatch{roles: map[string]string{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			aw.mu.Lock()
+			role := p.Labels[webappv1.RoleLabel]
+			if ev.Type == watch.Deleted {
+				role = ""
+			}
+			if aw.roles[p.Name] != role {
+				aw.changes++
+			}
+			aw.roles[p.Name] = role
+			n := 0
+			for _, r := range aw.roles {
+				if r == webappv1.RoleActive {
+					n++
+				}
+			}
+			aw.maxSeen = max(aw.maxSeen, n)
+			aw.mu.Unlock()
+		}
+	}()
+	return aw
+}
+
+// TestGuestbookFailover: size 3 gives one active and two standby pods and a
+// Service that selects the active one; when the active pod stops being
+// Ready, a Ready standby is promoted, status and an event say so, and no
+// watch event ever shows two active pods.
+func TestGuestbookFailover(t *testing.T) {
+	ctx, cancel := context.WithCancel(testCtx)
+	defer cancel()
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "failover"},
+		Spec: webappv1.GuestbookSpec{Size: 3, ConfigMapName: "failover-cm", Alias: webappv1.AliasPhone}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
+	aw := watchActive(t, ctx, g.Name)
+	pods := runPods(t, g)
+
+	var first string
+	eventually(t, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
+			return err.Error()
+		}
+		if g.Status.Active == "" || len(g.Status.Standby) != 2 || !slices.IsSorted(g.Status.Standby) ||
+			!meta.IsStatusConditionTrue(g.Status.Conditions, webappv1.ConditionReady) {
+			return fmt.Sprintf("status %+v", g.Status)
+		}
+		if s := kstatusOf(t, g); s != status.CurrentStatus {
+			return "kstatus " + string(s)
+		}
+		first = g.Status.Active
+		return ""
+	})
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: "failover-cm"}, cm); err != nil || cm.Data["alias"] != "Phone" {
+		t.Errorf("ConfigMap with the Phone defaults: %v %v", cm.Data, err)
+	}
+	svc := &corev1.Service{}
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: g.Name}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Selector[webappv1.RoleLabel] != webappv1.RoleActive || svc.Spec.Selector[reconcile.InstanceLabel] != g.Name {
+		t.Errorf("Service selector %v does not select only the active pod", svc.Spec.Selector)
+	}
+	assertRoles(t, pods, first)
+
+	// The active pod stops being Ready.
+	start := time.Now()
+	setPodReady(t, first, false)
+	var second string
+	eventually(t, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
+			return err.Error()
+		}
+		if g.Status.Active == first || g.Status.Active == "" {
+			return fmt.Sprintf("not failed over: status %+v", g.Status)
+		}
+		second = g.Status.Active
+		return ""
+	})
+	t.Logf("failover from %s to %s observed in status after %s", first, second, time.Since(start).Round(time.Millisecond))
+	assertRoles(t, pods, second)
+	if !slices.Contains(g.Status.Standby, first) {
+		t.Errorf("the old active pod %s is not standby: %v", first, g.Status.Standby)
+	}
+	if meta.IsStatusConditionTrue(g.Status.Conditions, webappv1.ConditionReady) || kstatusOf(t, g) != status.InProgressStatus {
+		t.Errorf("with a pod not Ready, want Ready=False and kstatus InProgress: %+v", g.Status.Conditions)
+	}
+	eventually(t, func() string {
+		evs := &eventsv1.EventList{}
+		if err := k8s.List(testCtx, evs); err != nil {
+			return err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == g.Name && e.Reason == "Failover" {
+				return ""
+			}
+		}
+		return "no Failover event"
+	})
+	aw.mu.Lock()
+	defer aw.mu.Unlock()
+	t.Logf("watch saw %d role changes; at most %d active at once", aw.changes, aw.maxSeen)
+	if aw.maxSeen != 1 {
+		t.Errorf("the watch saw %d pods active at the same time", aw.maxSeen)
+	}
+}
+
+func assertRoles(t *testing.T, pods []string, active string) {
+	t.Helper()
+	for _, name := range pods {
+		p := &corev1.Pod{}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		want := webappv1.RoleStandby
+		if name == active {
+			want = webappv1.RoleActive
+		}
+		if got := p.Labels[webappv1.RoleLabel]; got != want {
+			t.Errorf("pod %s role %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestGuestbookNamespaceMove: changing guestbook.namespace in the
+// OperatorConfig moves the operands at the next reconcile; nothing is left
+// running in the old namespace.
+func TestGuestbookNamespaceMove(t *testing.T) {
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "mover"},
+		Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "mover-cm"}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
+	stsIn := func(ns string) error {
+		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: g.Name}, &appsv1.StatefulSet{})
+	}
+	eventually(t, func() string {
+		if err := stsIn(operandNS); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
+	oc.Spec.Guestbook.Namespace = "guestbook-two"
+	if err := k8s.Create(testCtx, oc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, oc) })
+	eventually(t, func() string {
+		if err := stsIn("guestbook-two"); err != nil {
+			return "not in the new namespace: " + err.Error()
+		}
+		if err := stsIn(operandNS); err == nil {
+			return "still in the old namespace"
+		}
+		for _, name := range []string{g.Name} {
+			if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: name}, &corev1.Service{}); err == nil {
+				return "Service still in the old namespace"
+			}
+		}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: "mover-cm"}, &corev1.ConfigMap{}); err == nil {
+			return "ConfigMap still in the old namespace"
+		}
+		return ""
+	})
+}
