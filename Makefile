@@ -36,9 +36,10 @@ help: ## Show every target with one line each.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and webhook configurations (config/webhook) from markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), webhook configurations (config/webhook) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths="./apis/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=myoperator-manager-role paths="./..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the APIs.

@@ -20,6 +20,10 @@ import (
 // OperatorConfig can be created.
 const OperatorConfigCRD = "operatorconfigs.operator.example.com"
 
+// The initContainer runs as the manager's ServiceAccount; it needs these.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=operatorconfigs.operator.example.com
+// +kubebuilder:rbac:groups=operator.example.com,resources=operatorconfigs,verbs=create
+
 // Step is one named thing the initContainer does, in order.
 type Step struct {
 	Name string

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -41,17 +42,38 @@ const (
 	DefaultWebhookServiceName = "myoperator-webhook-service"
 )
 
+// The certificate rotator and the migration need these; writes are limited
+// to the project's own objects by name.
+// +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=update;patch,resourceNames=myoperator-mutating-webhook-configuration;myoperator-validating-webhook-configuration
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=update;patch,resourceNames=drinks.example.com
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=update;patch,resourceNames=drinks.example.com
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=myoperator-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Options configure the manager.
 type Options struct {
 	// Namespace the operator runs in: its certificate Secret and Lease.
 	Namespace string
 
 	MetricsAddr string
-	ProbeAddr   string
+	// SecureMetrics serves metrics over HTTPS to callers that the API
+	// server authenticates and authorizes (get on /metrics).
+	SecureMetrics bool
+	ProbeAddr     string
 
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
+
+	// DisableWebhooks runs without a webhook server (make run on a laptop,
+	// where the API server cannot reach it): conversion, defaulting and
+	// validation then need the in-cluster deployment.
+	DisableWebhooks bool
 
 	// Certs configures the operator's own certificate management; nil
 	// leaves certificates to someone else (cert-manager, or envtest).
@@ -62,6 +84,10 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	GracefulShutdownTimeout time.Duration
+
+	// SeveralManagersPerProcess lets tests run more than one manager in
+	// one process, whose controllers would otherwise clash by name.
+	SeveralManagersPerProcess bool
 
 	// LogLevel is the level of the manager's logger, which the
 	// OperatorConfig sets live.
@@ -89,6 +115,9 @@ type CertOptions struct {
 // asked) and the readiness checks.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	webhookOpts := crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}
+	if o.DisableWebhooks {
+		webhookOpts.Port, o.Certs = -1, nil
+	}
 	var syncer *certs.Syncer
 	if o.Certs != nil {
 		syncer = &certs.Syncer{Dir: o.CertDir}
@@ -111,7 +140,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Pod{}:       {Label: managedBy},
 			},
 		},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		WebhookServer:                 crwebhook.NewServer(webhookOpts),
 		LeaderElection:                o.LeaderElection,
@@ -138,8 +167,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	} else {
 		close(certsReady)
 	}
-	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
-		return nil, err
+	if !o.DisableWebhooks {
+		if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
+			return nil, err
+		}
 	}
 	if err := addControllers(cfg, mgr, o); err != nil {
 		return nil, err
@@ -149,7 +180,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	// Ready means: certificates written and injected, and the webhook server
 	// serving them. Until then the Service must not send traffic here.
-	if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
+	if !o.DisableWebhooks {
+		if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
+			return nil, err
+		}
+	}
+	// Ready also means the informers have synced: a replica that cannot
+	// see the cluster yet must not take webhook traffic.
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -172,6 +215,10 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		o.LogLevel = zap.NewAtomicLevel()
 	}
 	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if o.SeveralManagersPerProcess {
+		skip := true
+		copts.SkipNameValidation = &skip
+	}
 	if copts.MaxConcurrentReconciles == 0 {
 		copts.MaxConcurrentReconciles = 4
 	}
@@ -192,6 +239,15 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	return nil
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.SecureMetrics {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {

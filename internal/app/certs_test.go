@@ -59,7 +59,7 @@ func TestCertificateRotation(t *testing.T) {
 	probe := freeAddr(t)
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
+		Namespace: operatorNS, MetricsAddr: "0", SeveralManagersPerProcess: true, ProbeAddr: probe,
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs: &app.CertOptions{
 			ExtraDNSNames: []string{"localhost"},

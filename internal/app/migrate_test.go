@@ -82,7 +82,7 @@ func TestStorageMigration(t *testing.T) {
 	}
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0",
+		Namespace: operatorNS, MetricsAddr: "0", SeveralManagersPerProcess: true, ProbeAddr: "0",
 		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 	})
 	if err != nil {

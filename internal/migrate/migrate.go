@@ -28,6 +28,8 @@ const DrinkCRD = "drinks.example.com"
 // written in it.
 const LegacyVersion = "v1alpha1"
 
+// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=list;update
+
 // Migrator rewrites every Drink in the storage version once, at start-up of
 // the leader.
 type Migrator struct {
