@@ -1,7 +1,7 @@
 # myoperator: build, generate, test and deploy. `make help` lists every target.
 
-# Image to build, push and deploy.
-IMG ?= myoperator:dev
+# Image to build, push and deploy (config/manager names the same one).
+IMG ?= ghcr.io/example/myoperator:v0.1.0
 
 # Pinned versions: everything the project builds or runs is named here once.
 KUBE_VERSION ?= v1.37.2
@@ -92,7 +92,7 @@ test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deploym
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig; exit $$rc
 
 .PHONY: ci
-ci: verify lint test test-dev-cluster ## Everything CI runs: verify, lint, every test suite and the dev-cluster check.
+ci: verify lint test test-dev-cluster test-image ## Everything CI runs: verify, lint, every test suite, the dev-cluster and image checks.
 
 ##@ Kubernetes binaries and local cluster
 
@@ -111,6 +111,28 @@ dev-cluster: k8s-binaries ## Start a local kwok cluster (real control plane, fak
 dev-cluster-down: ## Delete the local kwok cluster.
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER) $(DEV_KUBECONFIG)
 
+.PHONY: run
+run: manifests generate ## Run the manager from your host against the current kubeconfig (no webhook server).
+	go run . --disable-webhooks --metrics-secure=false --health-probe-bind-address=:8081 --zap-devel
+
+##@ Container image
+
+# docker when a Docker engine answers, else podman (installed when missing).
+CONTAINER_TOOL ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo podman)
+
+.PHONY: docker-build
+docker-build: build ## Build the image IMG (manager and bootstrap, FROM scratch, uid 65532).
+	@if [ "$(CONTAINER_TOOL)" = podman ]; then hack/ensure-podman.sh; fi
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: test-image
+test-image: docker-build ## Check the image: both binaries run as uid 65532 on a read-only root filesystem.
+	IMG=$(IMG) CONTAINER_TOOL=$(CONTAINER_TOOL) hack/test-image.sh
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
 ##@ Deployment
 
 .PHONY: install
@@ -120,6 +142,14 @@ install: manifests ## Install the CRDs into the cluster of the current kubeconfi
 .PHONY: uninstall
 uninstall: ## Remove the CRDs (and every custom resource) from the cluster.
 	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: deploy
+deploy: manifests ## Deploy the whole operator with image IMG (kustomize config/default).
+	hack/render-default.sh $(IMG) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove everything deploy installed.
+	hack/render-default.sh $(IMG) | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Tools
 
