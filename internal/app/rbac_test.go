@@ -1,0 +1,172 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// TestManagerWithItsOwnRBAC: the manager runs with a token of its
+// ServiceAccount (TokenRequest API), bound only to config/rbac, with leader
+// election and its own certificates, and reconciles the OperatorConfig, a
+// Drink written in v1alpha1 (conversion and admission through its webhooks)
+// and a Guestbook.
+func TestManagerWithItsOwnRBAC(t *testing.T) {
+	env, err := testenv.New(testenv.Options{Webhooks: true, WebhookHost: "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	admin, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drinks"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+	} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rbac, err := manifests.Render("config/rbac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rbac {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("installing config/rbac %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+
+	// A token of the ServiceAccount, and a config that carries nothing else.
+	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx,
+		"myoperator-controller-manager", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saCfg := &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}}
+	sa, err := client.New(saCfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "things.example.org"}}
+	if err := sa.Create(ctx, crd); !apierrors.IsForbidden(err) {
+		t.Fatalf("the ServiceAccount may create CRDs (err %v): not least privilege", err)
+	}
+
+	wo := env.WebhookInstallOptions
+	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
+	mgr, err := app.New(saCfg, app.Options{
+		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0", SeveralManagersPerProcess: true,
+		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
+		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
+		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager stopped: %v", err)
+		}
+	}()
+
+	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
+	if err := admin.Create(ctx, oc); err != nil {
+		t.Fatal(err)
+	}
+	// The first Drink write needs the webhooks, served once the certificates
+	// are injected.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := admin.Create(ctx, &drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "drinks", Name: "tea"},
+			Spec: drinksv1alpha1.DrinkSpec{Name: "Tea", Drink: "tea"}})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Drink accepted within 60s: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	gb := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: webappv1.GuestbookSpec{Size: 2, ConfigMapName: "rbac-cm"}}
+	if err := admin.Create(ctx, gb); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, 30*time.Second, func() string {
+		d := &drinksv1.Drink{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "drinks", Name: "tea"}, d); err != nil {
+			return err.Error()
+		}
+		if !meta.IsStatusConditionTrue(d.Status.Conditions, drinksv1.ConditionReady) {
+			return "Drink not Ready"
+		}
+		cm := &corev1.ConfigMap{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "drinks", Name: "tea"}, cm); err != nil || cm.Data["drink"] != "tea" {
+			return "Drink ConfigMap missing"
+		}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(oc), oc); err != nil ||
+			!meta.IsStatusConditionTrue(oc.Status.Conditions, operatorv1alpha1.ConditionAvailable) {
+			return "OperatorConfig not Available"
+		}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(gb), gb); err != nil || gb.Status.ObservedGeneration != gb.Generation {
+			return "Guestbook status not written"
+		}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "rbac"}, &appsv1.StatefulSet{}); err != nil {
+			return "Guestbook StatefulSet: " + err.Error()
+		}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "rbac-cm"}, &corev1.ConfigMap{}); err != nil {
+			return "Guestbook ConfigMap: " + err.Error()
+		}
+		l := &coordinationv1.Lease{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "myoperator.example.com"}, l); err != nil || l.Spec.HolderIdentity == nil {
+			return "no Lease held"
+		}
+		return ""
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
