@@ -91,8 +91,12 @@ test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deploym
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh smoke $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig; rc=$$?; \
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig; exit $$rc
 
+.PHONY: test-pod-security
+test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass Pod Security restricted; a broken pod spec does not.
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/test-pod-security.sh
+
 .PHONY: ci
-ci: verify lint test test-dev-cluster test-image ## Everything CI runs: verify, lint, every test suite, the dev-cluster and image checks.
+ci: verify lint test test-dev-cluster test-pod-security test-image ## Everything CI runs: verify, lint, every test suite, the dev-cluster and image checks.
 
 ##@ Kubernetes binaries and local cluster
 
