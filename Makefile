@@ -45,6 +45,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), webhook config
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the APIs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./apis/..."
 
+BUNDLE_VERSION ?= 0.1.0
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.
+	go run ./hack/bundle --version $(BUNDLE_VERSION)
+
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
 	gofmt -s -w $$(git ls-files '*.go')
@@ -60,7 +66,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 .PHONY: verify
 verify: ## Regenerate code and manifests and fail if that changes any file (a hand edit or a stale generation).
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests
+	@$(MAKE) --no-print-directory generate manifests bundle
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \

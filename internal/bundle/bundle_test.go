@@ -1,0 +1,177 @@
+package bundle_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/myoperator/internal/bundle"
+	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+func readYAML(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run make bundle)", err)
+	}
+	m := map[string]any{}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+// TestBundleMatchesConfig parses the committed bundle/ and cross-checks it
+// against config/: every CRD and version owned, every webhook declared
+// (conversion included), the same image, Deployment and RBAC.
+func TestBundleMatchesConfig(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "bundle")
+	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(dir, "manifests", bundle.PackageName+".clusterserviceversion.yaml"))}
+	if csv.GetKind() != "ClusterServiceVersion" || csv.GetAPIVersion() != "operators.coreos.com/v1alpha1" {
+		t.Fatalf("not a ClusterServiceVersion: %s %s", csv.GetAPIVersion(), csv.GetKind())
+	}
+	all, err := manifests.Render("config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// CRDs: a manifest each, every version owned.
+	owned, _, _ := unstructured.NestedSlice(csv.Object, "spec", "customresourcedefinitions", "owned")
+	has := map[string]bool{}
+	for _, o := range owned {
+		om := o.(map[string]any)
+		has[om["name"].(string)+"/"+om["version"].(string)] = true
+	}
+	crds := manifests.OfKind(all, "CustomResourceDefinition")
+	if len(crds) != 3 {
+		t.Fatalf("config/default has %d CRDs", len(crds))
+	}
+	for _, crd := range crds {
+		if _, err := os.Stat(filepath.Join(dir, "manifests", crd.GetName()+".yaml")); err != nil {
+			t.Errorf("CRD %s not in the bundle: %v", crd.GetName(), err)
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			name := v.(map[string]any)["name"].(string)
+			if !has[crd.GetName()+"/"+name] {
+				t.Errorf("CSV does not own %s %s", crd.GetName(), name)
+			}
+		}
+	}
+
+	// Webhooks: each admission webhook with its path, rules and policy; and
+	// the Drink conversion webhook.
+	defs, _, _ := unstructured.NestedSlice(csv.Object, "spec", "webhookdefinitions")
+	byName := map[string]map[string]any{}
+	for _, d := range defs {
+		dm := d.(map[string]any)
+		byName[dm["generateName"].(string)] = dm
+	}
+	count := 0
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		for _, cfg := range manifests.OfKind(all, kind) {
+			hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+			for _, h := range hooks {
+				count++
+				hm := h.(map[string]any)
+				d, ok := byName[hm["name"].(string)]
+				if !ok {
+					t.Errorf("webhook %s not declared in the CSV", hm["name"])
+					continue
+				}
+				path, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "path")
+				if d["webhookPath"] != path || !reflect.DeepEqual(d["rules"], hm["rules"]) ||
+					d["failurePolicy"] != hm["failurePolicy"] || d["sideEffects"] != hm["sideEffects"] {
+					t.Errorf("webhook %s differs from config/webhook: %v vs %v", hm["name"], d, hm)
+				}
+			}
+		}
+	}
+	if count != 6 {
+		t.Errorf("config/webhook has %d webhooks, want 6", count)
+	}
+	conv, ok := byName["cdrink.example.com"]
+	if !ok || conv["type"] != "ConversionWebhook" || !reflect.DeepEqual(conv["conversionCRDs"], []any{"drinks.example.com"}) || conv["webhookPath"] != "/convert" {
+		t.Errorf("no conversion webhook for drinks.example.com: %v", conv)
+	}
+
+	// Deployment and image: config/default's, with OLM providing the
+	// certificate.
+	deps, _, _ := unstructured.NestedSlice(csv.Object, "spec", "install", "spec", "deployments")
+	if len(deps) != 1 {
+		t.Fatalf("CSV has %d deployments", len(deps))
+	}
+	got, _, _ := unstructured.NestedMap(deps[0].(map[string]any), "spec")
+	want, _, _ := unstructured.NestedMap(manifests.OfKind(all, "Deployment")[0].Object, "spec")
+	gotContainers, _, _ := unstructured.NestedSlice(got, "template", "spec", "containers")
+	wantContainers, _, _ := unstructured.NestedSlice(want, "template", "spec", "containers")
+	for i := range wantContainers {
+		g, w := gotContainers[i].(map[string]any), wantContainers[i].(map[string]any)
+		if g["image"] != w["image"] {
+			t.Errorf("container %s image %v, config/ has %v", w["name"], g["image"], w["image"])
+		}
+		if w["name"] == "manager" {
+			args := g["args"].([]any)
+			if args[len(args)-1] != "--manage-webhook-certs=false" {
+				t.Errorf("manager args %v: OLM provides the certificate", args)
+			}
+			g["args"] = args[:len(args)-1]
+		}
+	}
+	if err := unstructured.SetNestedSlice(got, gotContainers, "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the CSV's Deployment spec differs from config/default's")
+	}
+	if img := csv.GetAnnotations()["containerImage"]; img != wantContainers[0].(map[string]any)["image"] {
+		t.Errorf("containerImage %s differs from the Deployment's", img)
+	}
+
+	// RBAC: the same rules.
+	cp, _, _ := unstructured.NestedSlice(csv.Object, "spec", "install", "spec", "clusterPermissions")
+	p, _, _ := unstructured.NestedSlice(csv.Object, "spec", "install", "spec", "permissions")
+	var clusterRules, nsRules []any
+	for _, r := range manifests.OfKind(all, "ClusterRole") {
+		if r.GetName() == "myoperator-manager-role" {
+			clusterRules, _, _ = unstructured.NestedSlice(r.Object, "rules")
+		}
+	}
+	nsRules, _, _ = unstructured.NestedSlice(manifests.OfKind(all, "Role")[0].Object, "rules")
+	if len(cp) != 1 || !reflect.DeepEqual(cp[0].(map[string]any)["rules"], clusterRules) {
+		t.Errorf("clusterPermissions differ from config/rbac's ClusterRole")
+	}
+	if len(p) != 1 || !reflect.DeepEqual(p[0].(map[string]any)["rules"], nsRules) {
+		t.Errorf("permissions differ from config/rbac's Role")
+	}
+
+	// Metadata and bundle.Dockerfile.
+	ann := readYAML(t, filepath.Join(dir, "metadata", "annotations.yaml"))["annotations"].(map[string]any)
+	df, err := os.ReadFile(filepath.Join(root, "bundle.Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range bundle.Annotations {
+		if ann[a[0]] != a[1] {
+			t.Errorf("annotations.yaml %s = %v, want %s", a[0], ann[a[0]], a[1])
+		}
+		if !strings.Contains(string(df), "LABEL "+a[0]+"="+a[1]) {
+			t.Errorf("bundle.Dockerfile lacks label %s", a[0])
+		}
+	}
+	if !slices.ContainsFunc(strings.Split(string(df), "\n"), func(l string) bool { return l == "COPY bundle/manifests /manifests/" }) {
+		t.Errorf("bundle.Dockerfile does not copy the manifests")
+	}
+}
