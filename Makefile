@@ -125,6 +125,15 @@ dev-cluster-down: ## Delete the local kwok cluster.
 run: manifests generate ## Run the manager from your host against the current kubeconfig (no webhook server).
 	go run . --disable-webhooks --metrics-secure=false --health-probe-bind-address=:8081 --zap-devel
 
+.PHONY: install-local
+install-local: manifests ## Install CRDs and webhook configurations that call a manager on this host (see run-local).
+	$(KUBECTL) apply --server-side -k config/local
+
+.PHONY: run-local
+run-local: ## Run the manager here with its webhooks on https://localhost:9443 and its own certificates (after install-local).
+	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-extra-dns-names=localhost \
+		--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:8081 --zap-devel
+
 ##@ Container image
 
 # docker when a Docker engine answers, else podman (installed when missing).

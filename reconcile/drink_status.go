@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -48,6 +49,9 @@ func setDrinkStalled(d *drinksv1.Drink, err error) {
 // setDrinkApplyFailed: writing the ConfigMap failed; the reconcile is
 // retried with backoff. The generation is not observed yet.
 func setDrinkApplyFailed(d *drinksv1.Drink, err error) {
+	if apierrors.IsConflict(err) {
+		return // a stale read, not a state to report; the retry resolves it
+	}
 	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed,
 		"writing ConfigMap "+d.Name+" failed; retrying: "+err.Error())
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,8 +44,12 @@ func setGuestbookUnmanaged(g *webappv1.Guestbook) {
 	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
 }
 
-// setGuestbookFailed: a write failed; the reconcile is retried.
+// setGuestbookFailed: a write failed; the reconcile is retried. A conflict
+// is only a stale read: the retry resolves it, so status does not show it.
 func setGuestbookFailed(g *webappv1.Guestbook, reason string, err error) {
+	if apierrors.IsConflict(err) {
+		return
+	}
 	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
 	setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, reason, "retrying")
 }
