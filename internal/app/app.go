@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -151,6 +152,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.LeaseDuration > 0 {
 		mgrOpts.LeaseDuration, mgrOpts.RenewDeadline, mgrOpts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
 	}
+	if o.SeveralManagersPerProcess {
+		skip := true
+		mgrOpts.Controller.SkipNameValidation = &skip
+	}
 	if o.GracefulShutdownTimeout > 0 {
 		mgrOpts.GracefulShutdownTimeout = &o.GracefulShutdownTimeout
 	}
@@ -215,10 +220,6 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		o.LogLevel = zap.NewAtomicLevel()
 	}
 	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
-	if o.SeveralManagersPerProcess {
-		skip := true
-		copts.SkipNameValidation = &skip
-	}
 	if copts.MaxConcurrentReconciles == 0 {
 		copts.MaxConcurrentReconciles = 4
 	}
@@ -283,6 +284,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 		LookaheadInterval:      c.Lookahead,
 		RotationCheckFrequency: c.CheckEvery,
 		EnableReadinessCheck:   true,
+		ControllerName:         rotatorName(o),
 	})
 	if err != nil {
 		return fmt.Errorf("adding the certificate rotator: %w", err)
@@ -291,6 +293,18 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: secret}
 	syncer.Log = mgr.GetLogger().WithName("cert-sync")
 	return mgr.Add(syncer)
+}
+
+var managers atomic.Int64
+
+// rotatorName is cert-controller's default name, made unique when tests
+// run several managers in one process (it does not heed the manager's
+// SkipNameValidation).
+func rotatorName(o Options) string {
+	if !o.SeveralManagersPerProcess {
+		return ""
+	}
+	return fmt.Sprintf("cert-rotator-%d", managers.Add(1))
 }
 
 func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error) healthz.Checker {
