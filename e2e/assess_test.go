@@ -1,0 +1,84 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os/exec"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+)
+
+// apply pipes a manifest into kubectl apply and returns its output.
+func apply(cfg *envconf.Config, manifest string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command("kubectl", "--kubeconfig", cfg.KubeconfigFile(), "apply", "-f", "-")
+	cmd.Stdin = bytes.NewBufferString(manifest)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// within polls cond until it returns "" or the timeout passes.
+func within(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, why)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// configMapHasWithin is a reusable assessor: the ConfigMap holds exactly
+// data within the timeout.
+func configMapHasWithin(ns, name string, data map[string]string, timeout time.Duration) features.Func {
+	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		within(t, timeout, func() string {
+			out, err := kubectl(cfg, "get", "configmap", "-n", ns, name, "-o", "jsonpath={.data}")
+			if err != nil {
+				return fmt.Sprintf("ConfigMap %s/%s: %s", ns, name, out)
+			}
+			got := map[string]string{}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				return fmt.Sprintf("ConfigMap %s/%s data %q: %v", ns, name, out, err)
+			}
+			if !maps.Equal(got, data) {
+				return fmt.Sprintf("ConfigMap %s/%s data %v, want %v", ns, name, got, data)
+			}
+			return ""
+		})
+		return ctx
+	}
+}
+
+// conditionWithin is a reusable assessor: the object has the condition
+// with the status within the timeout.
+func conditionWithin(resource, ns, name, condition, status string, timeout time.Duration) features.Func {
+	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		args := []string{"get", resource, name, "-o", fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%s")].status}`, condition)}
+		if ns != "" {
+			args = append(args, "-n", ns)
+		}
+		within(t, timeout, func() string {
+			out, err := kubectl(cfg, args...)
+			if err != nil || out != status {
+				return fmt.Sprintf("%s %s condition %s = %q, want %s", resource, name, condition, out, status)
+			}
+			return ""
+		})
+		return ctx
+	}
+}
