@@ -26,6 +26,8 @@ func main() {
 func run() error {
 	o := app.Options{}
 	var (
+		qps           float64
+		burst         int
 		development   bool
 		manageCerts   bool
 		extraDNSNames string
@@ -45,6 +47,9 @@ func run() error {
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles each controller runs at once.")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one replica reconciles.")
 	flag.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown.")
+	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on; empty disables it.")
+	flag.Float64Var(&qps, "kube-api-qps", -1, "Client-side limit of API requests per second; -1 leaves fairness to the API server (API Priority and Fairness).")
+	flag.IntVar(&burst, "kube-api-burst", 0, "Client-side burst of API requests (with --kube-api-qps > 0).")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
 
@@ -57,7 +62,10 @@ func run() error {
 			o.Certs.ExtraDNSNames = strings.Split(extraDNSNames, ",")
 		}
 	}
-	mgr, err := app.New(ctrl.GetConfigOrDie(), o)
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.UserAgent = "myoperator"
+	mgr, err := app.New(cfg, o)
 	if err != nil {
 		return err
 	}

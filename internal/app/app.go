@@ -86,6 +86,10 @@ type Options struct {
 
 	GracefulShutdownTimeout time.Duration
 
+	// PprofAddr serves net/http/pprof when set; empty (the default) serves
+	// nothing.
+	PprofAddr string
+
 	// SeveralManagersPerProcess lets tests run more than one manager in
 	// one process, whose controllers would otherwise clash by name.
 	SeveralManagersPerProcess bool
@@ -156,6 +160,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		skip := true
 		mgrOpts.Controller.SkipNameValidation = &skip
 	}
+	mgrOpts.PprofBindAddress = o.PprofAddr
 	if o.GracefulShutdownTimeout > 0 {
 		mgrOpts.GracefulShutdownTimeout = &o.GracefulShutdownTimeout
 	}
