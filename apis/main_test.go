@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,21 +40,7 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wo := env.WebhookInstallOptions
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: "myoperator-system", MetricsAddr: "0", ProbeAddr: "0",
-		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
-	if err := testenv.WaitForWebhookServer(ctx, mgr, 30*time.Second); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -58,22 +58,7 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(log)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wo := env.WebhookInstallOptions
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: "myoperator-system", MetricsAddr: "0", ProbeAddr: "0",
-		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		LogLevel: level,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
-	if err := testenv.WaitForWebhookServer(ctx, mgr, 30*time.Second); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{LogLevel: level}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,17 +43,7 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wo := env.WebhookInstallOptions
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: "myoperator-system", MetricsAddr: "0", ProbeAddr: "0",
-		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	if err := testenv.WaitForWebhookServer(ctx, mgr, 30*time.Second); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -1,0 +1,41 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/example/myoperator/internal/app"
+)
+
+// StartManager starts the operator's manager (app.New) in this process
+// against env, serving its webhooks on the local host, port and
+// certificates envtest set up, and waits until the webhook server serves.
+// Metrics and probes are off unless o sets them. Cancel ctx to stop it.
+func StartManager(ctx context.Context, env *envtest.Environment, cfg *rest.Config, o app.Options) error {
+	wo := env.WebhookInstallOptions
+	o.WebhookHost, o.WebhookPort, o.CertDir = wo.LocalServingHost, wo.LocalServingPort, wo.LocalServingCertDir
+	if o.Namespace == "" {
+		o.Namespace = "myoperator-system"
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	if o.ProbeAddr == "" {
+		o.ProbeAddr = "0"
+	}
+	mgr, err := app.New(cfg, o)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		}
+	}()
+	return WaitForWebhookServer(ctx, mgr, 30*time.Second)
+}
