@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -54,19 +53,7 @@ func runBootstrap(t *testing.T, bin string, env *envtest.Environment, args ...st
 // changes nothing, and an OperatorConfig edited by a user is left as is.
 func TestBootstrapCreatesOnceAndNeverOverwrites(t *testing.T) {
 	bin := buildBootstrap(t)
-	env, err := testenv.New(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, _, c := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	key := client.ObjectKey{Name: operatorv1alpha1.SingletonName}
 

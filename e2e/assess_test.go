@@ -14,6 +14,8 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/example/myoperator/internal/testenv"
 )
 
 // apply pipes a manifest into kubectl apply and returns its output.
@@ -26,27 +28,11 @@ func apply(cfg *envconf.Config, manifest string) (string, error) {
 	return out.String(), err
 }
 
-// within polls cond until it returns "" or the timeout passes.
-func within(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, why)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // configMapHasWithin is a reusable assessor: the ConfigMap holds exactly
 // data within the timeout.
 func configMapHasWithin(ns, name string, data map[string]string, timeout time.Duration) features.Func {
 	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		within(t, timeout, func() string {
+		testenv.Eventually(t, timeout, func() string {
 			out, err := kubectl(cfg, "get", "configmap", "-n", ns, name, "-o", "jsonpath={.data}")
 			if err != nil {
 				return fmt.Sprintf("ConfigMap %s/%s: %s", ns, name, out)
@@ -72,7 +58,7 @@ func conditionWithin(resource, ns, name, condition, status string, timeout time.
 		if ns != "" {
 			args = append(args, "-n", ns)
 		}
-		within(t, timeout, func() string {
+		testenv.Eventually(t, timeout, func() string {
 			out, err := kubectl(cfg, args...)
 			if err != nil || out != status {
 				return fmt.Sprintf("%s %s condition %s = %q, want %s", resource, name, condition, out, status)

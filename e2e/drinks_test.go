@@ -11,6 +11,8 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/example/myoperator/internal/testenv"
 )
 
 const drinksNS = "e2e-drinks"
@@ -64,7 +66,7 @@ spec: {displayName: Cocoa, beverage: cocoa, size: Small, sugarCubes: 1, extras: 
 			if out, err := kubectl(cfg, "delete", "drinks", "--all", "-n", drinksNS, "--wait=true"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			within(t, 60*time.Second, func() string {
+			testenv.Eventually(t, 60*time.Second, func() string {
 				out, _ := kubectl(cfg, "get", "configmaps", "-n", drinksNS, "-l", "app.kubernetes.io/managed-by=myoperator", "-o", "name")
 				if strings.TrimSpace(out) != "" {
 					return "ConfigMaps left: " + out

@@ -11,6 +11,8 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/example/myoperator/internal/testenv"
 )
 
 const roleLabel = "webapp.my.domain/role"
@@ -41,7 +43,7 @@ func TestGuestbookFailover(t *testing.T) {
 		}).
 		Assess("Ready with one active pod of three Running", conditionWithin("guestbook", "", "e2e", "Ready", "True", 90*time.Second)).
 		Assess("exactly one active pod", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			within(t, 30*time.Second, func() string {
+			testenv.Eventually(t, 30*time.Second, func() string {
 				active, err := activePods(cfg, "e2e")
 				if err != nil || len(active) != 1 {
 					return fmt.Sprintf("active pods %v (%v)", active, err)
@@ -58,7 +60,7 @@ func TestGuestbookFailover(t *testing.T) {
 				t.Fatalf("%v: %s", err, out)
 			}
 			var second string
-			within(t, 60*time.Second, func() string {
+			testenv.Eventually(t, 60*time.Second, func() string {
 				active, err := activePods(cfg, "e2e")
 				if err != nil || len(active) != 1 || active[0] == first {
 					return fmt.Sprintf("active pods %v (%v), previous %s", active, err, first)
@@ -77,7 +79,7 @@ func TestGuestbookFailover(t *testing.T) {
 				return ""
 			})
 			t.Logf("failover from %s to %s in %s", first, second, time.Since(start).Round(time.Millisecond))
-			within(t, 30*time.Second, func() string {
+			testenv.Eventually(t, 30*time.Second, func() string {
 				out, _ := kubectl(cfg, "get", "events.events.k8s.io", "-A", "--field-selector", "reason=Failover", "-o", "jsonpath={.items[*].note}")
 				if !strings.Contains(out, "promoted to active") {
 					return "no Failover event: " + out

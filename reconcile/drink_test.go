@@ -17,6 +17,7 @@ import (
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/testenv"
 )
 
 // writeAs creates the Drink, or rewrites its spec, through one API version.
@@ -107,7 +108,7 @@ func TestDrinkLayouts(t *testing.T) {
 					want[k] = s.DisplayName
 				}
 			}
-			eventually(t, converged(key, want))
+			testenv.Eventually(t, 10*time.Second, converged(key, want))
 			assertAuthored(t, key, tc.create)
 
 			s.DisplayName = "Cup " + tc.moveTo
@@ -118,7 +119,7 @@ func TestDrinkLayouts(t *testing.T) {
 					want[k] = s.DisplayName
 				}
 			}
-			eventually(t, converged(key, want))
+			testenv.Eventually(t, 10*time.Second, converged(key, want))
 			assertAuthored(t, key, tc.moveTo)
 		})
 	}
@@ -146,7 +147,7 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: "owned"}
 	writeAs(t, "v1alpha1", key, drinksv1.DrinkSpec{DisplayName: "Tea", Beverage: "tea"})
 	want := map[string]string{"name": "Tea", "drink": "tea"}
-	eventually(t, converged(key, want))
+	testenv.Eventually(t, 10*time.Second, converged(key, want))
 
 	d := &drinksv1.Drink{}
 	cm := &corev1.ConfigMap{}
@@ -165,7 +166,7 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 	if err := k8s.Delete(testCtx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		got := &corev1.ConfigMap{}
 		if err := k8s.Get(testCtx, key, got); err != nil {
 			return "not restored: " + err.Error()
@@ -188,7 +189,7 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		got := &corev1.ConfigMap{}
 		if err := k8s.Get(testCtx, key, got); err != nil {
 			return err.Error()
@@ -206,7 +207,7 @@ func TestDrinkInProgressWhilePending(t *testing.T) {
 	ns := namespace(t)
 	key := client.ObjectKey{Namespace: ns, Name: "pending"}
 	writeAs(t, "v1", key, drinksv1.DrinkSpec{DisplayName: "A", Beverage: "tea"})
-	eventually(t, converged(key, map[string]string{
+	testenv.Eventually(t, 10*time.Second, converged(key, map[string]string{
 		"displayName": "A", "beverage": "tea", "size": "Medium", "sugarCubes": "0", "extras": ""}))
 	d := &drinksv1.Drink{}
 	if err := k8s.Get(testCtx, key, d); err != nil {
@@ -219,7 +220,7 @@ func TestDrinkInProgressWhilePending(t *testing.T) {
 	if got := kstatusOf(t, d); got != status.InProgressStatus {
 		t.Errorf("kstatus right after a spec change: %s, want InProgress", got)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := k8s.Get(testCtx, key, d); err != nil {
 			return err.Error()
 		}
@@ -254,7 +255,7 @@ func TestUnmanagedAndLogLevel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(oc), oc); err != nil {
 			return err.Error()
 		}
@@ -268,13 +269,13 @@ func TestUnmanagedAndLogLevel(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: "managed"}
 	const debugLine = `"msg":"reconciling Drink"`
 	writeAs(t, "v1alpha1", key, drinksv1.DrinkSpec{DisplayName: "Tea", Beverage: "tea"})
-	eventually(t, converged(key, map[string]string{"name": "Tea", "drink": "tea"}))
+	testenv.Eventually(t, 10*time.Second, converged(key, map[string]string{"name": "Tea", "drink": "tea"}))
 	if contains(logs.String(), debugLine) {
 		t.Fatalf("debug lines logged at level Info")
 	}
 	setConfig(func(c *operatorv1alpha1.OperatorConfig) { c.Spec.LogLevel = operatorv1alpha1.LogDebug })
 	writeAs(t, "v1alpha1", key, drinksv1.DrinkSpec{DisplayName: "Tea 2", Beverage: "tea"})
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if !contains(logs.String(), debugLine) {
 			return "no debug line after logLevel Debug"
 		}
@@ -282,7 +283,7 @@ func TestUnmanagedAndLogLevel(t *testing.T) {
 	})
 
 	setConfig(func(c *operatorv1alpha1.OperatorConfig) { c.Spec.ManagementState = operatorv1alpha1.Unmanaged })
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		d := &drinksv1.Drink{}
 		if err := k8s.Get(testCtx, key, d); err != nil {
 			return err.Error()
@@ -304,5 +305,5 @@ func TestUnmanagedAndLogLevel(t *testing.T) {
 		c.Spec.ManagementState = operatorv1alpha1.Managed
 		c.Spec.LogLevel = operatorv1alpha1.LogInfo
 	})
-	eventually(t, converged(key, map[string]string{"name": "Tea 2", "drink": "tea"}))
+	testenv.Eventually(t, 10*time.Second, converged(key, map[string]string{"name": "Tea 2", "drink": "tea"}))
 }

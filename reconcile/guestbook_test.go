@@ -21,6 +21,7 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
 )
 
@@ -32,7 +33,7 @@ const operandNS = "guestbook" // OperatorConfig's default guestbook.namespace
 func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 	t.Helper()
 	sts := &appsv1.StatefulSet{}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: g.Name}, sts); err != nil {
 			return "StatefulSet: " + err.Error()
 		}
@@ -139,7 +140,7 @@ func TestGuestbookFailover(t *testing.T) {
 	pods := runPods(t, g)
 
 	var first string
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
 			return err.Error()
 		}
@@ -170,7 +171,7 @@ func TestGuestbookFailover(t *testing.T) {
 	start := time.Now()
 	setPodReady(t, first, false)
 	var second string
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
 			return err.Error()
 		}
@@ -188,7 +189,7 @@ func TestGuestbookFailover(t *testing.T) {
 	if meta.IsStatusConditionTrue(g.Status.Conditions, webappv1.ConditionReady) || kstatusOf(t, g) != status.InProgressStatus {
 		t.Errorf("with a pod not Ready, want Ready=False and kstatus InProgress: %+v", g.Status.Conditions)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		evs := &eventsv1.EventList{}
 		if err := k8s.List(testCtx, evs); err != nil {
 			return err.Error()
@@ -238,7 +239,7 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 	stsIn := func(ns string) error {
 		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: g.Name}, &appsv1.StatefulSet{})
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := stsIn(operandNS); err != nil {
 			return err.Error()
 		}
@@ -250,7 +251,7 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(testCtx, oc) })
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		if err := stsIn("guestbook-two"); err != nil {
 			return "not in the new namespace: " + err.Error()
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap"
@@ -96,24 +95,6 @@ func namespace(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(testCtx, ns) })
 	return ns.Name
-}
-
-// eventually polls cond every 100 ms until it returns "" or 10 s pass, then
-// fails with cond's last explanation.
-func eventually(t *testing.T, cond func() string) {
-	t.Helper()
-	const timeout = 10 * time.Second
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // kstatusOf computes the kstatus of an object as the API server serves it.

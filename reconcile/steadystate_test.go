@@ -17,6 +17,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/testenv"
 )
 
 // TestNoWritesAtSteadyState: after 100 Drinks and 3 Guestbooks converged,
@@ -47,7 +48,7 @@ func TestNoWritesAtSteadyState(t *testing.T) {
 		runPods(t, g)
 	}
 	start := time.Now()
-	eventually(t, func() string {
+	testenv.Eventually(t, 10*time.Second, func() string {
 		list := &drinksv1.DrinkList{}
 		if err := k8s.List(testCtx, list, client.InNamespace(ns)); err != nil {
 			return err.Error()

@@ -21,7 +21,6 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
-	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -32,19 +31,7 @@ const operatorNS = "myoperator-system"
 // renews the certificate every few seconds (a 40 s validity, renewed 32 s
 // before expiry); conversion and admission keep succeeding throughout.
 func TestCertificateRotation(t *testing.T) {
-	env, err := testenv.New(testenv.Options{Webhooks: true, WebhookHost: "localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, ns := range []string{operatorNS, "rotation"} {

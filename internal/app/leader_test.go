@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -57,19 +56,7 @@ func TestLeaderHandover(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	env, err := testenv.New(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, _, c := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	for _, ns := range []string{operatorNS, "handover"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -102,7 +89,7 @@ func TestLeaderHandover(t *testing.T) {
 
 	// Exactly one leads.
 	var leader, follower *replica
-	waitFor(t, 30*time.Second, func() string {
+	testenv.Eventually(t, 30*time.Second, func() string {
 		var leaders []*replica
 		for _, r := range replicas {
 			if strings.Contains(r.out.String(), acquired) {
@@ -140,7 +127,7 @@ func TestLeaderHandover(t *testing.T) {
 		}
 	}
 	createDrink("before")
-	waitFor(t, 20*time.Second, reconciled("before"))
+	testenv.Eventually(t, 20*time.Second, reconciled("before"))
 	// Controllers start their workers only in the leader.
 	startedDrinkWorkers := func(r *replica) bool {
 		for _, line := range strings.Split(r.out.String(), "\n") {
@@ -160,14 +147,14 @@ func TestLeaderHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	createDrink("after")
-	waitFor(t, 30*time.Second, func() string {
+	testenv.Eventually(t, 30*time.Second, func() string {
 		if !strings.Contains(follower.out.String(), acquired) {
 			return "the follower has not taken the lease"
 		}
 		return ""
 	})
 	tookLease := time.Since(signalled)
-	waitFor(t, 30*time.Second, reconciled("after"))
+	testenv.Eventually(t, 30*time.Second, reconciled("after"))
 	firstReconcile := time.Since(signalled)
 	select {
 	case err := <-leader.done:

@@ -15,7 +15,6 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -23,19 +22,7 @@ import (
 // (no webhooks, v1alpha1 the storage version) are rewritten in v1 when the
 // manager starts, and status.storedVersions is trimmed to ["v1"].
 func TestStorageMigration(t *testing.T) {
-	env, err := testenv.New(testenv.Options{Webhooks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 

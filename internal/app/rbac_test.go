@@ -33,19 +33,7 @@ import (
 // Drink written in v1alpha1 (conversion and admission through its webhooks)
 // and a Guestbook.
 func TestManagerWithItsOwnRBAC(t *testing.T) {
-	env, err := testenv.New(testenv.Options{Webhooks: true, WebhookHost: "localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	admin, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, cfg, admin := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, o := range []client.Object{
@@ -123,7 +111,7 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, 30*time.Second, func() string {
+	testenv.Eventually(t, 30*time.Second, func() string {
 		d := &drinksv1.Drink{}
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: "drinks", Name: "tea"}, d); err != nil {
 			return err.Error()
@@ -154,19 +142,4 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, why)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

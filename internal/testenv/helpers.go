@@ -1,0 +1,49 @@
+package testenv
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/example/myoperator/internal/scheme"
+)
+
+// Start starts an environment for one test (see New), stops it when the
+// test ends, and returns its config and an administrator's client.
+func Start(t testing.TB, opts Options) (*envtest.Environment, *rest.Config, client.Client) {
+	t.Helper()
+	env, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, cfg, c
+}
+
+// Eventually polls cond every 200 ms until it returns "" or timeout
+// passes, then fails the test with cond's last explanation.
+func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
