@@ -104,7 +104,8 @@ test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass P
 E2E_ARGS ?=
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build ## End-to-end suites (e2e-framework) on a whole kwok cluster; E2E_ARGS="--labels area=drinks" runs one.
+test-e2e: k8s-binaries build ## End-to-end suites (e2e-framework) on a kwok cluster, the operator's pods from its image; E2E_ARGS="--labels area=drinks" runs one.
+	hack/ensure-podman.sh
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 

@@ -9,36 +9,69 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/pkg/types"
 	"sigs.k8s.io/e2e-framework/third_party/kwok"
 
+	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
 
-const clusterName = "myoperator-e2e"
+const (
+	clusterName = "myoperator-e2e"
+	operatorNS  = "myoperator-system"
+	// operatorPods selects the Deployment's pods (config/manager).
+	operatorPods = "app.kubernetes.io/name=myoperator,control-plane=controller-manager"
+	leaseName    = "myoperator.example.com"
+	// webhookAddr is where config/e2e sends the API server's webhook
+	// calls; the suite's Service stand-in listens there.
+	webhookAddr = "127.0.0.1:9443"
+)
 
 var (
-	suite   env.Environment
-	root    string
-	manager *exec.Cmd
-	mgrLog  = &bytes.Buffer{}
+	suite  env.Environment
+	root   string
+	logDir string
+	runner *podRunner
+	proxy  *serviceProxy
+	// stopRunner ends the pod runner; runnerDone closes when it stopped
+	// every container.
+	stopRunner context.CancelFunc
+	runnerDone chan struct{}
+	// kc reads and writes the operator's types (typed, with the project's
+	// scheme); cs is client-go for the core API.
+	kc client.Client
+	cs kubernetes.Interface
+	// failed is set by any failed feature, for the log collection at the
+	// end.
+	failed atomic.Bool
 )
 
 // TestMain prepares a whole kwok cluster (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok nodes) from the project's
-// own binaries, installs the operator's CRDs and webhooks, and runs the
-// manager; every step is named, and the cluster is deleted at the end.
+// own binaries, builds the operator's image, installs config/e2e with
+// kubectl and runs the Deployment's pods from the image under podman. Every
+// step is named and timed; on a failure the operator's container logs and
+// the cluster's logs are collected; the cluster is deleted at the end
+// unless E2E_KEEP_CLUSTER=1.
 func TestMain(m *testing.M) {
+	start := time.Now()
 	var err error
 	if root, err = testenv.RepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	logDir = filepath.Join(root, "bin", "e2e-logs")
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,24 +82,42 @@ func TestMain(m *testing.M) {
 	suite.Setup(
 		step("project-built Kubernetes binaries", useBinaries(bin)),
 		step("kwok cluster", envfuncs.CreateClusterWithOpts(kwok.NewProvider(), clusterName, kwok.WithPath(filepath.Join(bin, "kwokctl")))),
+		step("clients", makeClients),
 		step("fake nodes", addNodes(3)),
-		step("install CRDs and webhooks (config/local)", kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "local"))),
-		step("start the manager", startManager),
+		step("operator image (podman build)", buildImage),
+		step("pod runner and webhook Service stand-in", startRunner),
+		step("install (kubectl apply -k config/e2e)", install),
+		step("operator ready: 2 pods from the image, Lease held", operatorReady),
 	)
-	suite.Finish(
-		step("stop the manager", stopManager),
-		step("delete the cluster", envfuncs.DestroyCluster(clusterName)),
-	)
-	os.Exit(suite.Run(m))
+	suite.AfterEachFeature(func(ctx context.Context, _ *envconf.Config, t *testing.T, _ types.Feature) (context.Context, error) {
+		if t.Failed() {
+			failed.Store(true)
+		}
+		return ctx, nil
+	})
+	finish := []env.Func{
+		step("collect logs on failure", collectLogs),
+		step("stop the operator's containers", stopOperator),
+	}
+	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
+		finish = append(finish, keepCluster)
+	} else {
+		finish = append(finish, step("delete the cluster", envfuncs.DestroyCluster(clusterName)))
+	}
+	suite.Finish(finish...)
+	code := suite.Run(m)
+	fmt.Printf("e2e: suite total time %s (exit %d)\n", time.Since(start).Round(time.Second), code)
+	os.Exit(code)
 }
 
-// step names a setup or teardown function in the log.
+// step names a setup or teardown function in the log and times it.
 func step(name string, f env.Func) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		start := time.Now()
 		fmt.Printf("e2e: %s...\n", name)
 		ctx, err := f(ctx, cfg)
 		if err != nil {
+			failed.Store(true)
 			return ctx, fmt.Errorf("%s: %w", name, err)
 		}
 		fmt.Printf("e2e: %s done in %s\n", name, time.Since(start).Round(time.Millisecond))
@@ -99,6 +150,16 @@ func useBinaries(dir string) env.Func {
 	}
 }
 
+func makeClients(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	rc := cfg.Client().RESTConfig()
+	var err error
+	if kc, err = client.New(rc, client.Options{Scheme: scheme.New()}); err != nil {
+		return ctx, err
+	}
+	cs, err = kubernetes.NewForConfig(rc)
+	return ctx, err
+}
+
 // kubectl runs kubectl against the suite's cluster and returns its
 // standard output, or on failure both outputs.
 func kubectl(cfg *envconf.Config, args ...string) (string, error) {
@@ -124,9 +185,7 @@ func addNodes(n int) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		for i := range n {
 			node := fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"kwok-node-%d","annotations":{"kwok.x-k8s.io/node":"fake"},"labels":{"kubernetes.io/hostname":"kwok-node-%d","type":"kwok"}}}`, i, i)
-			cmd := exec.Command("kubectl", "--kubeconfig", cfg.KubeconfigFile(), "apply", "-f", "-")
-			cmd.Stdin = bytes.NewBufferString(node)
-			if out, err := cmd.CombinedOutput(); err != nil {
+			if out, err := apply(cfg, node); err != nil {
 				return ctx, fmt.Errorf("node %d: %w: %s", i, err, out)
 			}
 		}
@@ -134,44 +193,157 @@ func addNodes(n int) env.Func {
 	}
 }
 
-// startManager runs the manager binary (make build) on this host, serving
-// its webhooks on https://localhost:9443 with certificates it manages.
-func startManager(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	bin := filepath.Join(root, "bin", "manager")
-	if _, err := os.Stat(bin); err != nil {
-		return ctx, fmt.Errorf("%s missing: run make build", bin)
+// operatorImages are the images of the operator's pod template as
+// config/e2e renders it.
+func operatorImages() ([]string, error) {
+	out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, "config", "e2e")).Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize config/e2e: %w", err)
 	}
-	manager = exec.Command(bin, "--kubeconfig", cfg.KubeconfigFile(), "--namespace=myoperator-system",
-		"--webhook-host=127.0.0.1", "--webhook-extra-dns-names=localhost", "--metrics-bind-address=0",
-		"--health-probe-bind-address=127.0.0.1:18081", "--webhook-cert-dir="+filepath.Join(os.TempDir(), "myoperator-e2e-certs"))
-	manager.Stdout, manager.Stderr = mgrLog, mgrLog
-	if err := manager.Start(); err != nil {
+	seen := map[string]bool{}
+	var images []string
+	for line := range strings.Lines(string(out)) {
+		if img, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok && strings.Contains(img, "myoperator") && !seen[img] {
+			seen[img] = true
+			images = append(images, img)
+		}
+	}
+	if len(images) == 0 {
+		return nil, fmt.Errorf("config/e2e names no operator image")
+	}
+	return images, nil
+}
+
+// buildImage builds the image that config/e2e's pod template names from
+// the project's Dockerfile (FROM scratch, offline) and the binaries make
+// build wrote.
+func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	for _, b := range []string{"manager", "bootstrap"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
+			return ctx, fmt.Errorf("bin/%s missing: run make build", b)
+		}
+	}
+	images, err := operatorImages()
+	if err != nil {
 		return ctx, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- manager.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
+	args := podmanArgs("build", "-q")
+	for _, img := range images {
+		args = append(args, "-t", img)
+	}
+	cmd := exec.Command(args[0], append(args[1:], root)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return ctx, fmt.Errorf("%v: %s", err, out)
+	}
+	fmt.Printf("e2e: image %s\n", strings.Join(images, ", "))
+	return ctx, nil
+}
+
+// startRunner starts the pod runner (the operator's pods under podman) and
+// the loopback stand-in for the webhook Service.
+func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	if err := os.RemoveAll(logDir); err != nil {
+		return ctx, err
+	}
+	var err error
+	runner, err = newPodRunner(cs, operatorNS, operatorPods, cfg.Client().RESTConfig().Host, logDir)
+	if err != nil {
+		return ctx, err
+	}
+	if proxy, err = startServiceProxy(webhookAddr, func() ([]int, []int) { return runner.endpoints(9443) }); err != nil {
+		return ctx, fmt.Errorf("webhook Service stand-in on %s (is a run-local manager still running?): %w", webhookAddr, err)
+	}
+	var runCtx context.Context
+	runCtx, stopRunner = context.WithCancel(context.Background())
+	runnerDone = make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		runner.Run(runCtx)
+	}()
+	return ctx, nil
+}
+
+func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "e2e"))(ctx, cfg)
+}
+
+// operatorReady waits until both replicas answer /readyz and one holds the
+// Lease.
+func operatorReady(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	return ctx, waitOperatorReady(ctx, 2, 3*time.Minute)
+}
+
+func waitOperatorReady(ctx context.Context, replicas int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
-		select {
-		case err := <-exited:
-			return ctx, fmt.Errorf("manager exited: %w\n%s", err, mgrLog.String())
-		default:
+		ready := 0
+		for _, p := range runner.Pods() {
+			if p.Ready {
+				ready++
+			}
 		}
-		out, err := exec.Command("curl", "-fsS", "http://127.0.0.1:18081/readyz").CombinedOutput()
-		if err == nil {
-			return ctx, nil
+		holder, _ := leaseHolder(ctx)
+		if ready == replicas && holder != "" {
+			fmt.Printf("e2e: %d operator pods ready, leader %s\n", ready, holder)
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return ctx, fmt.Errorf("manager not ready after 60s: %s\n%s", out, mgrLog.String())
+			return fmt.Errorf("%d of %d operator pods ready, lease holder %q after %s; see %s", ready, replicas, holder, timeout, logDir)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-func stopManager(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-	if manager != nil && manager.Process != nil {
-		_ = manager.Process.Signal(os.Interrupt)
-		time.Sleep(2 * time.Second) // graceful shutdown; Wait runs in startManager's goroutine
+// leaseHolder is the pod that holds the operator's Lease (its identity is
+// the pod's hostname plus a suffix).
+func leaseHolder(ctx context.Context) (string, error) {
+	l := &coordinationv1.Lease{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: leaseName}, l); err != nil {
+		return "", err
 	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+	return pod, nil
+}
+
+// collectLogs, after a failure, prints the end of every operator
+// container's log, the cluster's events and pods, and exports the
+// control plane's logs next to the container logs.
+func collectLogs(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	if !failed.Load() {
+		return ctx, nil
+	}
+	for _, f := range runner.LogFiles() {
+		data, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Printf("----- %s (last %d of %d lines)\n", filepath.Base(f), min(40, len(lines)), len(lines))
+		fmt.Println(strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+	out, _ := kubectl(cfg, "get", "pods,events", "-A", "-o", "wide")
+	fmt.Printf("----- pods and events\n%s", out)
+	dest := filepath.Join(logDir, "cluster")
+	if _, err := envfuncs.ExportClusterLogs(clusterName, dest)(ctx, cfg); err != nil {
+		fmt.Printf("e2e: exporting cluster logs: %v\n", err)
+	}
+	fmt.Printf("e2e: logs in %s\n", logDir)
+	return ctx, nil
+}
+
+func stopOperator(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if stopRunner != nil {
+		stopRunner()
+		<-runnerDone
+	}
+	if proxy != nil {
+		_ = proxy.Close()
+	}
+	return ctx, nil
+}
+
+func keepCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	fmt.Printf("e2e: E2E_KEEP_CLUSTER=1: cluster %s kept; KUBECONFIG=%s (inside the network namespace: hack/netns.sh myoperator-test kubectl ...); delete it with KWOK_WORKDIR=%s %s delete cluster --name %s\n",
+		clusterName, cfg.KubeconfigFile(), filepath.Join(root, "bin", "kwok-e2e"), filepath.Join(root, "bin", "k8s", testenv.KubeVersion, "kwokctl"), clusterName)
 	return ctx, nil
 }
