@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -67,4 +69,17 @@ func conditionWithin(resource, ns, name, condition, status string, timeout time.
 		})
 		return ctx
 	}
+}
+
+// kstatusNotCurrent says why kstatus does not find the object Current, or
+// "" when it does.
+func kstatusNotCurrent(u *unstructured.Unstructured) string {
+	res, err := status.Compute(u)
+	if err != nil {
+		return fmt.Sprintf("%s %s: kstatus: %v", u.GetKind(), u.GetName(), err)
+	}
+	if res.Status != status.CurrentStatus {
+		return fmt.Sprintf("%s %s: kstatus %s: %s", u.GetKind(), u.GetName(), res.Status, res.Message)
+	}
+	return ""
 }

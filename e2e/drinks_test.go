@@ -17,12 +17,12 @@ import (
 
 const drinksNS = "e2e-drinks"
 
-// TestDrinkInEveryVersion: Drinks written with kubectl through v1alpha1,
+// drinkInEveryVersion: Drinks written with kubectl through v1alpha1,
 // v1beta1 and v1 each get a ConfigMap in their version's layout, every
 // Drink reads in every version, and deleting them removes the ConfigMaps
 // through the real garbage collector.
-func TestDrinkInEveryVersion(t *testing.T) {
-	f := features.New("drink in every version").WithLabel("area", "drinks").
+func drinkInEveryVersion() features.Feature {
+	return features.New("drink in every version").WithLabel("area", "drinks").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			manifest := `apiVersion: v1
 kind: Namespace
@@ -76,12 +76,11 @@ spec: {displayName: Cocoa, beverage: cocoa, size: Small, sugarCubes: 1, extras: 
 			return ctx
 		}).
 		Feature()
-	suite.Test(t, f)
 }
 
-// TestBadInput: invalid manifests applied with kubectl are each rejected
+// badInput: invalid manifests applied with kubectl are each rejected
 // with a message naming the field; none is stored.
-func TestBadInput(t *testing.T) {
+func badInput() features.Feature {
 	drink := func(version, spec string) string {
 		return fmt.Sprintf("apiVersion: example.com/%s\nkind: Drink\nmetadata: {name: bad, namespace: default}\nspec: %s\n", version, spec)
 	}
@@ -102,7 +101,7 @@ func TestBadInput(t *testing.T) {
 		{"second OperatorConfig", "apiVersion: operator.example.com/v1alpha1\nkind: OperatorConfig\nmetadata: {name: second}\nspec: {}\n", "the only accepted name is 'cluster'"},
 		{"operator config log level outside the enum", "apiVersion: operator.example.com/v1alpha1\nkind: OperatorConfig\nmetadata: {name: cluster}\nspec: {logLevel: Verbose}\n", "spec.logLevel"},
 	}
-	f := features.New("bad input").WithLabel("area", "validation").
+	return features.New("bad input").WithLabel("area", "validation").
 		Assess("each rejected with the field named, nothing stored", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			for _, c := range cases {
 				out, err := apply(cfg, c.manifest)
@@ -125,5 +124,4 @@ func TestBadInput(t *testing.T) {
 			return ctx
 		}).
 		Feature()
-	suite.Test(t, f)
 }

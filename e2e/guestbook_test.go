@@ -28,13 +28,13 @@ func activePods(cfg *envconf.Config, name string) ([]string, error) {
 	return strings.Fields(out), nil
 }
 
-// TestGuestbookFailover: a Guestbook of size 3 runs as StatefulSet pods on
+// guestbookFailover: a Guestbook of size 3 runs as StatefulSet pods on
 // kwok nodes with one active; deleting the active pod promotes a standby,
 // the Service's EndpointSlice points only at the new active pod, and status
 // and an event say so.
-func TestGuestbookFailover(t *testing.T) {
+func guestbookFailover() features.Feature {
 	var first string
-	f := features.New("guestbook failover").WithLabel("area", "guestbook").
+	return features.New("guestbook failover").WithLabel("area", "guestbook").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if out, err := apply(cfg, "apiVersion: webapp.my.domain/v1\nkind: Guestbook\nmetadata: {name: e2e}\nspec: {size: 3, configMapName: e2e-conf, alias: Address}\n"); err != nil {
 				t.Fatalf("%v: %s", err, out)
@@ -93,5 +93,4 @@ func TestGuestbookFailover(t *testing.T) {
 			return ctx
 		}).
 		Feature()
-	suite.Test(t, f)
 }

@@ -16,6 +16,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -50,8 +51,9 @@ var (
 	runnerDone chan struct{}
 	// kc reads and writes the operator's types (typed, with the project's
 	// scheme); cs is client-go for the core API.
-	kc client.Client
-	cs kubernetes.Interface
+	kc         client.Client
+	cs         kubernetes.Interface
+	restConfig *rest.Config
 	// failed is set by any failed feature, for the log collection at the
 	// end.
 	failed atomic.Bool
@@ -151,7 +153,11 @@ func useBinaries(dir string) env.Func {
 }
 
 func makeClients(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	rc := cfg.Client().RESTConfig()
+	// client-go's default of 5 requests per second would make the
+	// suite's load (500 Drinks) measure the client, not the operator.
+	rc := rest.CopyConfig(cfg.Client().RESTConfig())
+	rc.QPS, rc.Burst = 500, 1000
+	restConfig = rc
 	var err error
 	if kc, err = client.New(rc, client.Options{Scheme: scheme.New()}); err != nil {
 		return ctx, err
@@ -346,4 +352,10 @@ func keepCluster(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	fmt.Printf("e2e: E2E_KEEP_CLUSTER=1: cluster %s kept; KUBECONFIG=%s (inside the network namespace: hack/netns.sh myoperator-test kubectl ...); delete it with KWOK_WORKDIR=%s %s delete cluster --name %s\n",
 		clusterName, cfg.KubeconfigFile(), filepath.Join(root, "bin", "kwok-e2e"), filepath.Join(root, "bin", "k8s", testenv.KubeVersion, "kwokctl"), clusterName)
 	return ctx, nil
+}
+
+// leaseOf returns the operator's Lease.
+func leaseOf(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	return l, kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: leaseName}, l)
 }

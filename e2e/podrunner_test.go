@@ -69,7 +69,6 @@ type runningPod struct {
 // container is one running (or restarting) container of a pod.
 type container struct {
 	name     string // podman's name
-	logFile  string
 	restarts atomic.Int32
 	ready    atomic.Bool
 	started  atomic.Bool // the main process is running
@@ -304,8 +303,7 @@ func (r *podRunner) runContainer(ctx context.Context, rp *runningPod, c *corev1.
 	if err != nil {
 		return err
 	}
-	st.logFile = filepath.Join(r.dir, p.Name+"_"+c.Name+".log")
-	log, err := os.OpenFile(st.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	log, err := os.OpenFile(r.LogFile(p.Name, c.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -642,6 +640,11 @@ func (r *podRunner) Kill(pod, containerName string) error {
 		}
 	}
 	return fmt.Errorf("pod %s is not running", pod)
+}
+
+// LogFile is where the output of a pod's container goes.
+func (r *podRunner) LogFile(pod, containerName string) string {
+	return filepath.Join(r.dir, pod+"_"+containerName+".log")
 }
 
 // LogFiles lists the container log files written so far.

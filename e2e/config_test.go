@@ -1,0 +1,166 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+const configNS = "e2e-config"
+
+// liveConfiguration: editing OperatorConfig cluster changes the running
+// operator's log level (on every replica) and management state, without a
+// container restart.
+func liveConfiguration() features.Feature {
+	var restarts int32
+	var marks map[string]int
+	return features.New("live configuration").WithLabel("area", "config").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			restarts = totalRestarts()
+			if out, err := apply(cfg, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+configNS+"}\n---\n"+
+				"apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: live, namespace: "+configNS+"}\nspec: {displayName: Live, beverage: tea}\n"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			return ctx
+		}).
+		Assess("Drink ready", conditionWithin("drink", configNS, "live", "Ready", "True", 30*time.Second)).
+		Assess("logLevel Debug: every replica logs debug lines", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			marks = managerLogMarks()
+			patchConfig(t, cfg, `{"spec":{"logLevel":"Debug"}}`)
+			configInEffect(ctx, t, operatorv1alpha1.LogDebug, operatorv1alpha1.Managed)
+			testenv.Eventually(t, 30*time.Second, func() string {
+				for pod, lines := range managerLogsSince(marks) {
+					if !strings.Contains(lines, `"level":"debug"`) {
+						return "no debug line from " + pod + " since logLevel Debug"
+					}
+				}
+				return ""
+			})
+			return ctx
+		}).
+		Assess("logLevel Info: no debug lines, even for a new Drink", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			patchConfig(t, cfg, `{"spec":{"logLevel":"Info"}}`)
+			configInEffect(ctx, t, operatorv1alpha1.LogInfo, operatorv1alpha1.Managed)
+			// The standby applies the level from its own watch; give it
+			// the same moment the leader had.
+			time.Sleep(2 * time.Second)
+			marks = managerLogMarks()
+			if out, err := apply(cfg, "apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: quiet, namespace: "+configNS+"}\nspec: {displayName: Quiet, beverage: tea}\n"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			conditionWithin("drink", configNS, "quiet", "Ready", "True", 30*time.Second)(ctx, t, cfg)
+			for pod, lines := range managerLogsSince(marks) {
+				if strings.Contains(lines, `"level":"debug"`) {
+					t.Errorf("%s logged debug lines at logLevel Info:\n%s", pod, lines)
+				}
+			}
+			return ctx
+		}).
+		Assess("Unmanaged: a deleted ConfigMap stays deleted, the Drink says why", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			patchConfig(t, cfg, `{"spec":{"managementState":"Unmanaged"}}`)
+			configInEffect(ctx, t, operatorv1alpha1.LogInfo, operatorv1alpha1.Unmanaged)
+			if out, err := kubectl(cfg, "delete", "configmap", "-n", configNS, "live"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			testenv.Eventually(t, 30*time.Second, func() string {
+				out, _ := kubectl(cfg, "get", "drink", "-n", configNS, "live", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].reason}`)
+				if out != "Unmanaged" {
+					return "Drink Ready reason " + out + ", want Unmanaged"
+				}
+				return ""
+			})
+			time.Sleep(3 * time.Second)
+			err := kc.Get(ctx, client.ObjectKey{Namespace: configNS, Name: "live"}, &corev1.ConfigMap{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("ConfigMap live while Unmanaged: %v, want NotFound", err)
+			}
+			return ctx
+		}).
+		Assess("Managed again: the ConfigMap comes back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			patchConfig(t, cfg, `{"spec":{"managementState":"Managed"}}`)
+			configInEffect(ctx, t, operatorv1alpha1.LogInfo, operatorv1alpha1.Managed)
+			configMapHasWithin(configNS, "live", map[string]string{"displayName": "Live", "beverage": "tea", "size": "Medium", "sugarCubes": "0", "extras": ""}, 30*time.Second)(ctx, t, cfg)
+			return conditionWithin("drink", configNS, "live", "Ready", "True", 30*time.Second)(ctx, t, cfg)
+		}).
+		Assess("no container restarted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if got := totalRestarts(); got != restarts {
+				t.Errorf("operator containers restarted %d times during the feature", got-restarts)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			patchConfig(t, cfg, `{"spec":{"logLevel":"Info","managementState":"Managed"}}`)
+			_, _ = kubectl(cfg, "delete", "namespace", configNS, "--wait=false")
+			return ctx
+		}).
+		Feature()
+}
+
+func patchConfig(t *testing.T, cfg *envconf.Config, patch string) {
+	t.Helper()
+	if out, err := kubectl(cfg, "patch", "operatorconfig", operatorv1alpha1.SingletonName, "--type=merge", "-p", patch); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// configInEffect waits until OperatorConfig's status says the operator
+// runs with the log level and management state, for the current spec.
+func configInEffect(ctx context.Context, t *testing.T, level operatorv1alpha1.LogLevel, state operatorv1alpha1.ManagementState) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() string {
+		oc := &operatorv1alpha1.OperatorConfig{}
+		if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+			return err.Error()
+		}
+		e := oc.Status.Effective
+		if oc.Status.ObservedGeneration != oc.Generation || e == nil || e.LogLevel != level || e.ManagementState != state {
+			return fmt.Sprintf("status (generation %d of %d) effective %+v, want %s and %s", oc.Status.ObservedGeneration, oc.Generation, e, level, state)
+		}
+		return ""
+	})
+}
+
+// totalRestarts counts the restarts of every operator container.
+func totalRestarts() int32 {
+	var n int32
+	for _, p := range runner.Pods() {
+		n += p.Restarts
+	}
+	return n
+}
+
+// managerLogMarks records how long each running pod's manager log is.
+func managerLogMarks() map[string]int {
+	marks := map[string]int{}
+	for _, p := range runner.Pods() {
+		data, _ := os.ReadFile(runner.LogFile(p.Pod, "manager"))
+		marks[p.Pod] = len(data)
+	}
+	return marks
+}
+
+// managerLogsSince returns what each pod's manager logged after the mark.
+func managerLogsSince(marks map[string]int) map[string]string {
+	out := map[string]string{}
+	for pod, n := range marks {
+		data, _ := os.ReadFile(runner.LogFile(pod, "manager"))
+		if len(data) >= n {
+			out[pod] = string(data[n:])
+		}
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// operatorCRDs are the CRDs config/default installs.
+var operatorCRDs = []string{"drinks.example.com", "guestbooks.webapp.my.domain", "operatorconfigs.operator.example.com"}
+
+// installAndBootstrap: what `kubectl apply -k` and the pods' start left in
+// the cluster: CRDs established; the namespace enforces Pod Security
+// restricted and still admitted the Deployment's pods; the initContainer
+// created OperatorConfig cluster with the defaults; it is Available and
+// kstatus Current.
+func installAndBootstrap() features.Feature {
+	return features.New("install and bootstrap").WithLabel("area", "install").
+		Assess("CRDs established", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			args := []string{"wait", "--for=condition=Established", "--timeout=30s"}
+			for _, crd := range operatorCRDs {
+				args = append(args, "crd/"+crd)
+			}
+			if out, err := kubectl(cfg, args...); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			return ctx
+		}).
+		Assess("namespace enforces restricted, the Deployment's pods admitted", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns := &corev1.Namespace{}
+			if err := kc.Get(ctx, client.ObjectKey{Name: operatorNS}, ns); err != nil {
+				t.Fatal(err)
+			}
+			if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+				t.Errorf("namespace %s enforces %q, want restricted", operatorNS, got)
+			}
+			// Enforcement is live: a pod without the restricted settings is
+			// refused in the same namespace.
+			out, err := kubectl(cfg, "run", "unhardened", "-n", operatorNS, "--image=registry.k8s.io/pause:3.10", "--dry-run=server")
+			if err == nil || !strings.Contains(out, `violates PodSecurity "restricted`) {
+				t.Errorf("an unhardened pod was not refused by Pod Security: %v: %s", err, out)
+			}
+			testenv.Eventually(t, 60*time.Second, func() string {
+				d := &appsv1.Deployment{}
+				if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "myoperator-controller-manager"}, d); err != nil {
+					return err.Error()
+				}
+				if d.Status.AvailableReplicas != 2 {
+					return fmt.Sprintf("Deployment has %d available replicas, want 2", d.Status.AvailableReplicas)
+				}
+				return ""
+			})
+			if n := len(runner.Pods()); n != 2 {
+				t.Errorf("the pod runner runs %d operator pods, want 2", n)
+			}
+			return ctx
+		}).
+		Assess("the initContainer created OperatorConfig cluster with defaults", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			oc := &operatorv1alpha1.OperatorConfig{}
+			if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+				t.Fatal(err)
+			}
+			s := oc.Spec
+			if s.ManagementState != operatorv1alpha1.DefaultManagementState || s.LogLevel != operatorv1alpha1.DefaultLogLevel ||
+				s.Drinks.DefaultSize != operatorv1alpha1.DefaultDrinkSize || s.Guestbook.Namespace != operatorv1alpha1.DefaultGuestbookNamespace ||
+				s.Guestbook.Image != operatorv1alpha1.DefaultGuestbookImage {
+				t.Errorf("spec %+v is not the defaults", s)
+			}
+			var managers []string
+			for _, mf := range oc.ManagedFields {
+				managers = append(managers, mf.Manager)
+			}
+			if len(managers) == 0 || managers[0] != "myoperator-bootstrap" {
+				t.Errorf("field managers %v, want the bootstrap binary (myoperator-bootstrap) first", managers)
+			}
+			return ctx
+		}).
+		Assess("OperatorConfig Available", conditionWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, "True", 60*time.Second)).
+		Assess("OperatorConfig and Deployment kstatus Current", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kstatusCurrentWithin(ctx, t, operatorv1alpha1.GroupVersion.WithKind("OperatorConfig"), "", operatorv1alpha1.SingletonName, 60*time.Second)
+			kstatusCurrentWithin(ctx, t, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, operatorNS, "myoperator-controller-manager", 60*time.Second)
+			return ctx
+		}).
+		Feature()
+}
+
+// kstatusCurrentWithin waits until kstatus computes Current for the object.
+func kstatusCurrentWithin(ctx context.Context, t *testing.T, gvk schema.GroupVersionKind, ns, name string, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() string {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			return err.Error()
+		}
+		return kstatusNotCurrent(u)
+	})
+}

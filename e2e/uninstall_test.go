@@ -1,0 +1,92 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+const uninstallNS = "e2e-uninstall"
+
+// uninstallAndReinstall: kubectl delete -k with Drinks present completes:
+// no namespace stuck terminating, no webhook configuration or CRD left, no
+// custom resource stuck on a finalizer, the Drinks' ConfigMaps collected.
+// A fresh install afterwards works.
+func uninstallAndReinstall() features.Feature {
+	return features.New("uninstall and reinstall").WithLabel("area", "uninstall").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			var m strings.Builder
+			m.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + uninstallNS + "}\n")
+			for i := range 5 {
+				fmt.Fprintf(&m, "---\napiVersion: example.com/v1\nkind: Drink\nmetadata: {name: d%d, namespace: %s}\nspec: {displayName: D%d, beverage: tea}\n", i, uninstallNS, i)
+			}
+			if out, err := apply(cfg, m.String()); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			for i := range 5 {
+				conditionWithin("drink", uninstallNS, fmt.Sprintf("d%d", i), "Ready", "True", 30*time.Second)(ctx, t, cfg)
+			}
+			return ctx
+		}).
+		Assess("kubectl delete -k config/e2e completes with Drinks present", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			fmt.Printf("e2e: kubectl delete -k config/e2e took %s\n", uninstall(t, cfg).Round(time.Millisecond))
+			return ctx
+		}).
+		Assess("nothing left behind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			testenv.Eventually(t, 60*time.Second, func() string {
+				var left []string
+				for _, q := range [][]string{
+					{"get", "namespace", operatorNS, "--ignore-not-found", "-o", "name"},
+					{"get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"},
+					{"get", "crd", "-o", "name"},
+					{"get", "clusterroles,clusterrolebindings", "-o", "name"},
+					{"get", "configmaps", "-n", uninstallNS, "-l", "app.kubernetes.io/managed-by=myoperator", "-o", "name"},
+					{"get", "namespaces", "--field-selector", "status.phase=Terminating", "-o", "name"},
+				} {
+					out, err := kubectl(cfg, q...)
+					if err != nil {
+						return fmt.Sprintf("kubectl %v: %v: %s", q, err, out)
+					}
+					for _, name := range strings.Fields(out) {
+						if strings.Contains(name, "myoperator") || strings.Contains(name, "example.com") || strings.Contains(name, "my.domain") ||
+							strings.HasPrefix(name, "configmap/") || strings.HasPrefix(name, "namespace/") {
+							left = append(left, name)
+						}
+					}
+				}
+				if len(left) > 0 {
+					return "left behind: " + strings.Join(left, " ")
+				}
+				return ""
+			})
+			return ctx
+		}).
+		Assess("a fresh install works", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if _, err := install(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitOperatorReady(ctx, 2, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			conditionWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, "True", 60*time.Second)(ctx, t, cfg)
+			if out, err := apply(cfg, "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: again, namespace: "+uninstallNS+"}\nspec: {name: Again, drink: tea, size: Large, sugar: 1}\n"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			return configMapHasWithin(uninstallNS, "again", map[string]string{"name": "Again", "drink": "tea", "size": "Large", "sugar": "1"}, 30*time.Second)(ctx, t, cfg)
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			_, _ = kubectl(cfg, "delete", "namespace", uninstallNS, "--wait=false")
+			return ctx
+		}).
+		Feature()
+}
