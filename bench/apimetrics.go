@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// readVerbs are the request verbs that change nothing.
+var readVerbs = []string{"GET", "LIST", "WATCH", "WATCHLIST", "CONNECT"}
+
+// drinkWebhooks are the admission webhooks a Drink write calls
+// (config/webhook).
+var drinkWebhooks = []string{"mdrink.example.com", "vdrink.example.com"}
+
+const (
+	requestTotal      = "apiserver_request_total"
+	admissionDuration = "apiserver_admission_webhook_admission_duration_seconds"
+)
+
+// Writes counts write requests by "VERB resource/subresource".
+type Writes map[string]float64
+
+// writesOf reads the API server's write counters. Leases are left out: the
+// API server renews its own identity Lease every few seconds, and the
+// phases that count writes run the manager without leader election.
+func writesOf(m Metrics) Writes {
+	w := Writes{}
+	for _, s := range m {
+		if s.Name != requestTotal || slices.Contains(readVerbs, s.Labels["verb"]) || s.Labels["resource"] == "leases" {
+			continue
+		}
+		w[s.Labels["verb"]+" "+s.Labels["resource"]+"/"+s.Labels["subresource"]] += s.Value
+	}
+	return w
+}
+
+// Minus is what was written between before and w.
+func (w Writes) Minus(before Writes) Writes {
+	out := Writes{}
+	for k, v := range w {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// Total is the number of writes.
+func (w Writes) Total() float64 {
+	var t float64
+	for _, v := range w {
+		t += v
+	}
+	return t
+}
+
+// String lists the writes by kind, sorted, for the report.
+func (w Writes) String() string {
+	parts := make([]string, 0, len(w))
+	for _, k := range slices.Sorted(maps.Keys(w)) {
+		parts = append(parts, k+"="+formatCount(w[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// conflictsOf counts 409 answers to any request.
+func conflictsOf(m Metrics) float64 {
+	return m.Sum(requestTotal, func(l map[string]string) bool { return l["code"] == "409" })
+}
+
+// admissionOf is the API server's histogram of calls to the Drink webhooks.
+func admissionOf(m Metrics) Histogram {
+	return m.HistogramOf(admissionDuration, func(l map[string]string) bool {
+		return slices.Contains(drinkWebhooks, l["name"])
+	})
+}
+
+// snapshot is the part of the API server's metrics a phase compares
+// before and after.
+type snapshot struct {
+	writes    Writes
+	conflicts float64
+	admission Histogram
+}
+
+func snapshotOf(m Metrics) snapshot {
+	return snapshot{writes: writesOf(m), conflicts: conflictsOf(m), admission: admissionOf(m)}
+}
+
+// Admission summarizes webhook calls as the API server timed them. Its
+// buckets are coarse (5 ms, 25 ms, 100 ms), so the exact shares at 5 and
+// 25 ms go with the interpolated percentiles.
+type Admission struct {
+	Calls                 float64
+	P50, P99              float64 // seconds, interpolated in the buckets
+	Within5ms, Within25ms float64 // exact shares of calls
+}
+
+func admissionSummary(h Histogram) Admission {
+	return Admission{
+		Calls: h.Total, P50: h.Quantile(0.5), P99: h.Quantile(0.99),
+		Within5ms: h.FractionWithin(0.005), Within25ms: h.FractionWithin(0.025),
+	}
+}
+
+// PhaseMetrics is what the API server counted during a phase.
+type PhaseMetrics struct {
+	Writes    Writes
+	Conflicts float64
+	Admission Admission
+}
+
+func (s snapshot) until(after snapshot) PhaseMetrics {
+	return PhaseMetrics{
+		Writes:    after.writes.Minus(s.writes),
+		Conflicts: after.conflicts - s.conflicts,
+		Admission: admissionSummary(after.admission.Minus(s.admission)),
+	}
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+)
+
+// LeaseName is the manager's leader election Lease (app.New).
+const LeaseName = "myoperator.example.com"
+
+// HoldLease takes the manager's Lease for an hour in the bench's name. A
+// manager started with --leader-elect then serves its webhooks (they do not
+// need the lease) but reconciles nothing: the baseline needs Drink creates
+// to pass the real webhooks while the bench itself does the operator's
+// writes.
+func HoldLease(ctx context.Context, c client.Client) error {
+	now := metav1.NewMicroTime(time.Now())
+	return c.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: LeaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("myoperator-bench"), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &now, RenewTime: &now,
+		},
+	})
+}
+
+// Baseline makes, with a plain client and w workers, exactly the writes
+// the operator makes for n Drinks: create the Drink (through the webhooks),
+// apply its ConfigMap with server-side apply as the operator's field owner,
+// and merge-patch its status. It returns the time from the first create to
+// the last write, and what the API server counted.
+func Baseline(ctx context.Context, cp *ControlPlane, ns string, n, w int) (Phase, error) {
+	before, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	load := runWorkers(ctx, w, upTo(n), func(ctx context.Context, i int) error {
+		return writeAsOperator(ctx, cp, newDrink(ns, i))
+	})
+	if load.FirstErr != nil {
+		return Phase{}, fmt.Errorf("baseline: %d of %d Drinks failed, first: %w", load.Errors, n, load.FirstErr)
+	}
+	after, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	return Phase{Seconds: load.Elapsed.Seconds(), Metrics: snapshotOf(before).until(snapshotOf(after))}, nil
+}
+
+// writeAsOperator is one Drink's share of the baseline.
+func writeAsOperator(ctx context.Context, cp *ControlPlane, d *drinksv1.Drink) error {
+	if err := cp.Client.Create(ctx, d); err != nil {
+		return fmt.Errorf("creating Drink %s: %w", d.Name, err)
+	}
+	owner := metav1ac.OwnerReference().WithAPIVersion(drinksv1.GroupVersion.String()).WithKind("Drink").
+		WithName(d.Name).WithUID(d.UID).WithController(true).WithBlockOwnerDeletion(true)
+	cm := corev1ac.ConfigMap(d.Name, d.Namespace).
+		WithLabels(map[string]string{managedByLabel: managedByValue, drinkLabel: d.Name}).
+		WithAnnotations(map[string]string{layoutAnnotation: "v1"}).
+		WithOwnerReferences(owner).WithData(wantData(d))
+	if _, err := cp.Clientset.CoreV1().ConfigMaps(d.Namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: "myoperator", Force: true}); err != nil {
+		return fmt.Errorf("applying ConfigMap %s: %w", d.Name, err)
+	}
+	status := drinksv1.DrinkStatus{
+		ObservedGeneration: d.Generation, ConfigMapName: d.Name, AuthoredVersion: "v1",
+		Conditions: []metav1.Condition{{
+			Type: drinksv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ConfigMapReady",
+			Message: "ConfigMap " + d.Name + " holds the v1 layout of the current spec", ObservedGeneration: d.Generation,
+			LastTransitionTime: metav1.Now(),
+		}},
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	if err := cp.Client.Status().Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching the status of Drink %s: %w", d.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/example/myoperator/bootstrap"
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// OperatorNamespace is where config/local puts the operator's Secret and
+// where its Lease lives.
+const OperatorNamespace = "myoperator-system"
+
+// ControlPlane is one fresh kube-apiserver + etcd with the operator's CRDs
+// and webhook configurations installed as `make install-local` does. Every
+// phase that must not see the objects of another gets its own: without a
+// kube-controller-manager nothing deletes them, and a manager would cache
+// and reconcile them.
+type ControlPlane struct {
+	env *envtest.Environment
+	// Config is the administrator's, without client-side rate limits: the
+	// API server's fairness is the only limit, as in the manager.
+	Config     *rest.Config
+	Kubeconfig string
+	Client     client.WithWatch
+	Clientset  *kubernetes.Clientset
+}
+
+// StartControlPlane starts the API server and installs config/local with
+// kubectl, like install-local. workDir receives the kubeconfig.
+func StartControlPlane(ctx context.Context, root, workDir string) (*ControlPlane, error) {
+	binDir, err := testenv.BinaryDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: binDir, Scheme: scheme.New()}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the API server: %w", err)
+	}
+	cp := &ControlPlane{env: env, Config: rest.CopyConfig(cfg)}
+	cp.Config.QPS, cp.Config.Burst = -1, 0
+	cp.Config.UserAgent = "myoperator-bench"
+	if err := cp.setUp(ctx, root, workDir); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) setUp(ctx context.Context, root, workDir string) error {
+	cp.Kubeconfig = filepath.Join(workDir, "kubeconfig")
+	if err := os.WriteFile(cp.Kubeconfig, cp.env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	var err error
+	if cp.Client, err = client.NewWithWatch(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
+		return err
+	}
+	if cp.Clientset, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", cp.Kubeconfig, "apply", "--server-side", "-k", filepath.Join(root, "config", "local"))
+	apply.Stdout, apply.Stderr = &out, &out
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("kubectl apply -k config/local: %w\n%s", err, out.String())
+	}
+	out.Reset()
+	wait := exec.CommandContext(ctx, "kubectl", "--kubeconfig", cp.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/drinks.example.com", "crd/operatorconfigs.operator.example.com")
+	wait.Stdout, wait.Stderr = &out, &out
+	if err := wait.Run(); err != nil {
+		return fmt.Errorf("waiting for the CRDs: %w\n%s", err, out.String())
+	}
+	// The bootstrap initContainer creates this object in a real install.
+	return cp.Client.Create(ctx, bootstrap.DefaultConfig())
+}
+
+// CreateNamespace creates a namespace for one phase's objects.
+func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error {
+	return cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// APIMetrics scrapes the API server's /metrics as the administrator.
+func (cp *ControlPlane) APIMetrics(ctx context.Context) (Metrics, error) {
+	raw, err := cp.Clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	return ParseMetrics(string(raw))
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (cp *ControlPlane) Stop() {
+	_ = cp.env.Stop()
+}

@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// target is a product goal: the measure must be at most Max.
+type target struct {
+	Max  float64
+	Text string
+}
+
+// row is one measure of the table: one value per run.
+type row struct {
+	name   string
+	unit   string
+	values []float64
+	target *target
+}
+
+// The product's goals (docs/BENCHMARKS.md).
+var (
+	targetR         = &target{1.25, "<= 1.25"}
+	targetSteady    = &target{0, "0"}
+	targetKiB       = &target{6, "<= 6"}
+	targetList      = &target{1.5, "<= 1.5"}
+	targetAdmission = &target{10, "<= 10"}
+	targetHandover  = &target{3, "<= 3"}
+)
+
+func formatCount(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func format(v float64) string {
+	switch a := max(v, -v); {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// operatorWrites are a phase's writes except the bench's own Drink creates.
+func operatorWrites(p Phase) float64 {
+	return p.Metrics.Writes.Total() - p.Metrics.Writes["POST drinks/"]
+}
+
+// rowsFor lists every measure of the records of one N.
+func rowsFor(recs []Record) []row {
+	n := float64(recs[0].N)
+	per := func(f func(Record) float64) []float64 {
+		out := make([]float64, len(recs))
+		for i, r := range recs {
+			out[i] = f(r)
+		}
+		return out
+	}
+	const mib, kib = 1 << 20, 1 << 10
+	return []row{
+		{"ceiling C: ConfigMap creates/s at the best W", "1/s", per(func(r Record) float64 { return r.Best.Rate }), nil},
+		{"best W (workers)", "", per(func(r Record) float64 { return float64(r.Best.Workers) }), nil},
+		{"T_base: plain client, the operator's writes", "s", per(func(r Record) float64 { return r.Base.Seconds }), nil},
+		{"T_op: operator converges (best K)", "s", per(func(r Record) float64 { return r.Op.Seconds }), nil},
+		{"R = T_op / T_base", "", per(func(r Record) float64 { return r.R }), targetR},
+		{"best --max-concurrent-reconciles K", "", per(func(r Record) float64 { return float64(r.BestK) }), nil},
+		{"operator writes per Drink (minimum 2: ConfigMap, status)", "", per(func(r Record) float64 { return operatorWrites(r.Op) / n }), nil},
+		{"writes per Drink beyond the minimum", "", per(func(r Record) float64 { return operatorWrites(r.Op)/n - 2 }), nil},
+		{"409 conflicts during convergence", "", per(func(r Record) float64 { return r.Op.Metrics.Conflicts }), nil},
+		{"writes in the 60 s after convergence", "", per(func(r Record) float64 { return r.Steady.Total() }), targetSteady},
+		{"manager heap in use at N (after GC)", "MiB", per(func(r Record) float64 { return r.MemoryN.HeapInuse / mib }), nil},
+		{"manager RSS at N", "MiB", per(func(r Record) float64 { return r.MemoryN.RSS / mib }), nil},
+		{"heap per Drink with its ConfigMap (0 -> N)", "KiB", per(func(r Record) float64 { return (r.MemoryN.HeapInuse - r.Memory0.HeapInuse) / n / kib }), targetKiB},
+		{"LIST all via v1 (storage)", "ms", per(func(r Record) float64 { return r.Lists.V1 * 1e3 }), nil},
+		{"LIST all via v1alpha1 (conversion webhook)", "ms", per(func(r Record) float64 { return r.Lists.V1alpha1 * 1e3 }), nil},
+		{"LIST v1alpha1 / v1", "", per(func(r Record) float64 { return r.Lists.V1alpha1 / r.Lists.V1 }), targetList},
+		{"admission p50, one create at a time", "ms", per(func(r Record) float64 { return r.AdmissionQuiet.P50 * 1e3 }), nil},
+		{"admission p99, one create at a time", "ms", per(func(r Record) float64 { return r.AdmissionQuiet.P99 * 1e3 }), targetAdmission},
+		{"admission calls <= 5 ms, one at a time (exact)", "%", per(func(r Record) float64 { return r.AdmissionQuiet.Within5ms * 100 }), nil},
+		{"admission p50, during T_op", "ms", per(func(r Record) float64 { return r.Op.Metrics.Admission.P50 * 1e3 }), nil},
+		{"admission p99, during T_op", "ms", per(func(r Record) float64 { return r.Op.Metrics.Admission.P99 * 1e3 }), nil},
+		{"admission calls <= 25 ms, during T_op (exact)", "%", per(func(r Record) float64 { return r.Op.Metrics.Admission.Within25ms * 100 }), nil},
+		{"SIGTERM of the leader: new leader holds the Lease", "s", per(func(r Record) float64 { return r.Term.LeaseSeconds }), nil},
+		{"SIGTERM of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Term.ReconcileSeconds }), targetHandover},
+		{"SIGKILL of the leader: new leader holds the Lease", "s", per(func(r Record) float64 { return r.Kill.LeaseSeconds }), nil},
+		{"SIGKILL of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Kill.ReconcileSeconds }), nil},
+	}
+}
+
+// Report prints, for each N, the table of every measure (median, min and
+// max over the runs) with its target, the ceiling sweep, the reconcile
+// concurrency sweep and the writes seen.
+func Report(w io.Writer, recs []Record) {
+	byN := map[int][]Record{}
+	for _, r := range recs {
+		byN[r.N] = append(byN[r.N], r)
+	}
+	ns := make([]int, 0, len(byN))
+	for n := range byN {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	for _, n := range ns {
+		reportN(w, byN[n])
+	}
+	if len(ns) >= 2 {
+		reportSlope(w, byN[ns[0]], byN[ns[len(ns)-1]])
+	}
+}
+
+func reportN(w io.Writer, recs []Record) {
+	fmt.Fprintf(w, "\n### N = %d Drinks (%d runs)\n\n", recs[0].N, len(recs))
+	fmt.Fprintln(w, "| measure | unit | median | min | max | target | status |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | --- | --- |")
+	for _, r := range rowsFor(recs) {
+		s := SpreadOf(r.values)
+		t, status := "", ""
+		if r.target != nil {
+			t, status = r.target.Text, "met"
+			if s.Median > r.target.Max {
+				status = "MISSED"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.unit, format(s.Median), format(s.Min), format(s.Max), t, status)
+	}
+	reportCeiling(w, recs)
+	reportSweep(w, recs)
+	fmt.Fprintln(w, "\nWrites counted by the API server (verb resource/subresource=count), per run:")
+	for i, r := range recs {
+		ops := r.Op.Metrics.Writes
+		fmt.Fprintf(w, "- run %d, %s: during T_op: %s; in the window after: %s\n", i+1, r.Date, ops, r.Steady)
+	}
+}
+
+func reportCeiling(w io.Writer, recs []Record) {
+	fmt.Fprintln(w, "\nCeiling sweep: 1 KiB ConfigMap creates by a plain client (medians over runs)")
+	fmt.Fprintln(w, "\n| W | creates/s | p50 ms | p99 ms |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: |")
+	byW := groupBy(recs, func(r Record) []CeilingStep { return r.Ceiling }, func(s CeilingStep) int { return s.Workers })
+	for _, wk := range sortedKeys(byW) {
+		steps := byW[wk]
+		fmt.Fprintf(w, "| %d | %s | %s | %s |\n", wk,
+			medianOf(steps, func(s CeilingStep) float64 { return s.Rate }),
+			medianOf(steps, func(s CeilingStep) float64 { return s.P50 * 1e3 }),
+			medianOf(steps, func(s CeilingStep) float64 { return s.P99 * 1e3 }))
+	}
+}
+
+func reportSweep(w io.Writer, recs []Record) {
+	fmt.Fprintln(w, "\nReconcile concurrency sweep (each on a fresh control plane; medians over runs)")
+	fmt.Fprintln(w, "\n| K | T_op s | R | operator writes/Drink | 409s |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: |")
+	byK := groupBy(recs, func(r Record) []SweepPoint { return r.Sweep }, func(p SweepPoint) int { return p.K })
+	n := float64(recs[0].N)
+	for _, k := range sortedKeys(byK) {
+		pts := byK[k]
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", k,
+			medianOf(pts, func(p SweepPoint) float64 { return p.Op.Seconds }),
+			medianOf(pts, func(p SweepPoint) float64 { return p.R }),
+			medianOf(pts, func(p SweepPoint) float64 { return operatorWrites(p.Op) / n }),
+			medianOf(pts, func(p SweepPoint) float64 { return p.Op.Metrics.Conflicts }))
+	}
+}
+
+// groupBy collects the items of every record by key.
+func groupBy[T any](recs []Record, items func(Record) []T, key func(T) int) map[int][]T {
+	out := map[int][]T{}
+	for _, r := range recs {
+		for _, it := range items(r) {
+			out[key(it)] = append(out[key(it)], it)
+		}
+	}
+	return out
+}
+
+// medianOf formats the median of f over items.
+func medianOf[T any](items []T, f func(T) float64) string {
+	xs := make([]float64, len(items))
+	for i, it := range items {
+		xs[i] = f(it)
+	}
+	return format(SpreadOf(xs).Median)
+}
+
+// reportSlope is the memory per Drink between the smallest and largest N,
+// from the median heaps: it leaves out what the manager holds whatever the
+// number of Drinks.
+func reportSlope(w io.Writer, lo, hi []Record) {
+	heap := func(recs []Record) float64 {
+		var xs []float64
+		for _, r := range recs {
+			xs = append(xs, r.MemoryN.HeapInuse)
+		}
+		return SpreadOf(xs).Median
+	}
+	slope := (heap(hi) - heap(lo)) / float64(hi[0].N-lo[0].N) / 1024
+	status := "met"
+	if slope > targetKiB.Max {
+		status = "MISSED"
+	}
+	fmt.Fprintf(w, "\nHeap per Drink with its ConfigMap, slope of the median heaps from N=%d to N=%d: %s KiB (target %s KiB): %s\n",
+		lo[0].N, hi[0].N, format(slope), targetKiB.Text, status)
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare[int])
+	return keys
+}
+
+// ParseInts parses a comma-separated list of positive integers.
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive integers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

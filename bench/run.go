@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Config is one invocation's settings.
+type Config struct {
+	Root    string // repository root (config/local)
+	WorkDir string // logs and kubeconfigs
+	Manager string // the built manager binary
+	N       int
+	// Workers are the concurrencies of the ceiling sweep; StepFor is how
+	// long each runs.
+	Workers []int
+	StepFor time.Duration
+	// Reconciles are the --max-concurrent-reconciles values to try.
+	Reconciles []int
+	// Window is how long writes are counted after convergence.
+	Window time.Duration
+	// ListReps is how many LISTs per version.
+	ListReps int
+	// BasePort is the first of the loopback ports the managers use.
+	BasePort int
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+}
+
+// Record is everything one run measured for one N.
+type Record struct {
+	Date string
+	N    int
+
+	Ceiling []CeilingStep
+	Best    CeilingStep
+	// AdmissionQuiet: Drink creates one at a time with no reconcile
+	// running; Base: the baseline at the best worker count.
+	AdmissionQuiet Admission
+	Base           Phase
+
+	Sweep []SweepPoint
+	BestK int
+	// Op is the operator's convergence at BestK on a fresh control plane.
+	Op Phase
+	R  float64
+	// Steady are the writes in Window after convergence.
+	Steady Writes
+	// Memory0 is the manager's before any Drink, MemoryN after N converged.
+	Memory0, MemoryN Memory
+	Lists            Lists
+	Term, Kill       HandoverResult
+}
+
+// SweepPoint is the operator's convergence at one reconcile concurrency.
+type SweepPoint struct {
+	K  int
+	Op Phase
+	R  float64
+}
+
+const drinkNS = "drinks"
+
+// Run measures everything once for cfg.N. Each part that must not see
+// another's objects gets a fresh control plane.
+func Run(ctx context.Context, cfg Config) (Record, error) {
+	rec := Record{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N}
+	if err := runBaseline(ctx, cfg, &rec); err != nil {
+		return rec, fmt.Errorf("baseline: %w", err)
+	}
+	for _, k := range cfg.Reconciles {
+		var p Phase
+		err := withPlane(ctx, cfg, fmt.Sprintf("sweep-k%d", k), func(cp *ControlPlane, dir string) error {
+			m, err := startReady(ctx, cfg, cp, dir, k, false)
+			if err != nil {
+				return err
+			}
+			defer m.Stop()
+			p, err = converge(ctx, cfg, cp, rec.Best.Workers)
+			return err
+		})
+		if err != nil {
+			return rec, fmt.Errorf("operator with %d reconciles: %w", k, err)
+		}
+		pt := SweepPoint{K: k, Op: p, R: p.Seconds / rec.Base.Seconds}
+		cfg.Logf("N=%d K=%d: T_op %.1fs R %.2f", cfg.N, k, p.Seconds, pt.R)
+		rec.Sweep = append(rec.Sweep, pt)
+		if rec.BestK == 0 || pt.R < bestR(rec) {
+			rec.BestK = k
+		}
+	}
+	if err := withPlane(ctx, cfg, "operator", func(cp *ControlPlane, dir string) error {
+		return runOperator(ctx, cfg, cp, dir, &rec)
+	}); err != nil {
+		return rec, fmt.Errorf("operator: %w", err)
+	}
+	return rec, nil
+}
+
+func bestR(rec Record) float64 {
+	for _, p := range rec.Sweep {
+		if p.K == rec.BestK {
+			return p.R
+		}
+	}
+	return 0
+}
+
+// withPlane runs f against a fresh control plane and stops it afterwards.
+func withPlane(ctx context.Context, cfg Config, name string, f func(cp *ControlPlane, dir string) error) error {
+	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-%s", cfg.N, name))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg.Logf("N=%d %s: starting kube-apiserver and etcd", cfg.N, name)
+	cp, err := StartControlPlane(ctx, cfg.Root, dir)
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	return f(cp, dir)
+}
+
+// startReady starts a manager on the bench's ports and waits for /readyz.
+func startReady(ctx context.Context, cfg Config, cp *ControlPlane, dir string, k int, leaderElect bool) (*Manager, error) {
+	return StartReady(ctx, managerOptions(cfg, cp, dir, k, leaderElect))
+}
+
+func managerOptions(cfg Config, cp *ControlPlane, dir string, k int, leaderElect bool) ManagerOptions {
+	return ManagerOptions{
+		Binary: cfg.Manager, Kubeconfig: cp.Kubeconfig, LogFile: filepath.Join(dir, "manager.log"),
+		MetricsPort: cfg.BasePort, ProbePort: cfg.BasePort + 1, PprofPort: cfg.BasePort + 2,
+		MaxConcurrentReconciles: k, LeaderElect: leaderElect,
+	}
+}
+
+func converge(ctx context.Context, cfg Config, cp *ControlPlane, w int) (Phase, error) {
+	if err := cp.CreateNamespace(ctx, drinkNS); err != nil {
+		return Phase{}, err
+	}
+	return Converge(ctx, cp, drinkNS, cfg.N, w, 20*time.Minute)
+}
+
+// runBaseline: the ceiling sweep, quiet admission latency and the baseline,
+// on one control plane with a manager that serves webhooks but does not
+// lead.
+func runBaseline(ctx context.Context, cfg Config, rec *Record) error {
+	return withPlane(ctx, cfg, "baseline", func(cp *ControlPlane, dir string) error {
+		if err := cp.CreateNamespace(ctx, "ceiling"); err != nil {
+			return err
+		}
+		steps, err := Ceiling(ctx, cp.Clientset, "ceiling", cfg.Workers, cfg.StepFor)
+		if err != nil {
+			return err
+		}
+		rec.Ceiling, rec.Best = steps, BestWorkers(steps)
+		for _, s := range steps {
+			cfg.Logf("ceiling W=%d: %.0f creates/s p50 %.1fms p99 %.1fms", s.Workers, s.Rate, s.P50*1e3, s.P99*1e3)
+		}
+		if err := HoldLease(ctx, cp.Client); err != nil {
+			return err
+		}
+		m, err := startReady(ctx, cfg, cp, dir, 1, true)
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+		if err := cp.CreateNamespace(ctx, "quiet"); err != nil {
+			return err
+		}
+		quiet, err := Baseline(ctx, cp, "quiet", 200, 1)
+		if err != nil {
+			return err
+		}
+		rec.AdmissionQuiet = quiet.Metrics.Admission
+		if err := cp.CreateNamespace(ctx, "baseline"); err != nil {
+			return err
+		}
+		if rec.Base, err = Baseline(ctx, cp, "baseline", cfg.N, rec.Best.Workers); err != nil {
+			return err
+		}
+		cfg.Logf("N=%d T_base %.1fs at W=%d", cfg.N, rec.Base.Seconds, rec.Best.Workers)
+		return nil
+	})
+}
+
+// runOperator: convergence at the best concurrency, then the quiet window,
+// memory, LISTs and the two handovers, on one control plane.
+func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, rec *Record) error {
+	m, err := startReady(ctx, cfg, cp, dir, rec.BestK, false)
+	if err != nil {
+		return err
+	}
+	defer m.Stop()
+	if rec.Memory0, err = m.MeasureMemory(ctx); err != nil {
+		return err
+	}
+	if rec.Op, err = converge(ctx, cfg, cp, rec.Best.Workers); err != nil {
+		return err
+	}
+	rec.R = rec.Op.Seconds / rec.Base.Seconds
+	cfg.Logf("N=%d K=%d: T_op %.1fs R %.2f; counting writes for %s", cfg.N, rec.BestK, rec.Op.Seconds, rec.R, cfg.Window)
+	before, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	time.Sleep(cfg.Window)
+	after, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	rec.Steady = writesOf(after).Minus(writesOf(before))
+	if rec.MemoryN, err = m.MeasureMemory(ctx); err != nil {
+		return err
+	}
+	if rec.Lists, err = ListDrinks(ctx, cp, drinkNS, cfg.N, cfg.ListReps); err != nil {
+		return err
+	}
+	m.Stop()
+	opts := managerOptions(cfg, cp, dir, rec.BestK, true)
+	if rec.Term, err = Handover(ctx, cp, opts, drinkNS, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if rec.Kill, err = Handover(ctx, cp, opts, drinkNS, syscall.SIGKILL); err != nil {
+		return err
+	}
+	cfg.Logf("N=%d handover: SIGTERM %.1fs, SIGKILL %.1fs", cfg.N, rec.Term.ReconcileSeconds, rec.Kill.ReconcileSeconds)
+	return nil
+}
