@@ -30,11 +30,15 @@ func apply(cfg *envconf.Config, manifest string) (string, error) {
 	return out.String(), err
 }
 
-// configMapHasWithin is a reusable assessor: the ConfigMap holds exactly
-// data within the timeout.
-func configMapHasWithin(ns, name string, data map[string]string, timeout time.Duration) features.Func {
+// settle is how long an assessor waits for the operator to act on a
+// change.
+const settle = 30 * time.Second
+
+// configMapHas is a reusable assessor: the ConfigMap holds exactly data
+// within the settle time.
+func configMapHas(ns, name string, data map[string]string) features.Func {
 	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		testenv.Eventually(t, timeout, func() string {
+		testenv.Eventually(t, settle, func() string {
 			out, err := kubectl(cfg, "get", "configmap", "-n", ns, name, "-o", "jsonpath={.data}")
 			if err != nil {
 				return fmt.Sprintf("ConfigMap %s/%s: %s", ns, name, out)
@@ -52,9 +56,9 @@ func configMapHasWithin(ns, name string, data map[string]string, timeout time.Du
 	}
 }
 
-// conditionWithin is a reusable assessor: the object has the condition
-// with the status within the timeout.
-func conditionWithin(resource, ns, name, condition, status string, timeout time.Duration) features.Func {
+// conditionTrueWithin is a reusable assessor: the object's condition is
+// True within the timeout.
+func conditionTrueWithin(resource, ns, name, condition string, timeout time.Duration) features.Func {
 	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		args := []string{"get", resource, name, "-o", fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%s")].status}`, condition)}
 		if ns != "" {
@@ -62,8 +66,8 @@ func conditionWithin(resource, ns, name, condition, status string, timeout time.
 		}
 		testenv.Eventually(t, timeout, func() string {
 			out, err := kubectl(cfg, args...)
-			if err != nil || out != status {
-				return fmt.Sprintf("%s %s condition %s = %q, want %s", resource, name, condition, out, status)
+			if err != nil || out != "True" {
+				return fmt.Sprintf("%s %s condition %s = %q, want True", resource, name, condition, out)
 			}
 			return ""
 		})

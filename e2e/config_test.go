@@ -37,7 +37,7 @@ func liveConfiguration() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("Drink ready", conditionWithin("drink", configNS, "live", "Ready", "True", 30*time.Second)).
+		Assess("Drink ready", conditionTrueWithin("drink", configNS, "live", "Ready", 30*time.Second)).
 		Assess("logLevel Debug: every replica logs debug lines", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			marks = managerLogMarks()
 			patchConfig(t, cfg, `{"spec":{"logLevel":"Debug"}}`)
@@ -62,7 +62,7 @@ func liveConfiguration() features.Feature {
 			if out, err := apply(cfg, "apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: quiet, namespace: "+configNS+"}\nspec: {displayName: Quiet, beverage: tea}\n"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			conditionWithin("drink", configNS, "quiet", "Ready", "True", 30*time.Second)(ctx, t, cfg)
+			conditionTrueWithin("drink", configNS, "quiet", "Ready", 30*time.Second)(ctx, t, cfg)
 			for pod, lines := range managerLogsSince(marks) {
 				if strings.Contains(lines, `"level":"debug"`) {
 					t.Errorf("%s logged debug lines at logLevel Info:\n%s", pod, lines)
@@ -93,8 +93,8 @@ func liveConfiguration() features.Feature {
 		Assess("Managed again: the ConfigMap comes back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			patchConfig(t, cfg, `{"spec":{"managementState":"Managed"}}`)
 			configInEffect(ctx, t, operatorv1alpha1.LogInfo, operatorv1alpha1.Managed)
-			configMapHasWithin(configNS, "live", map[string]string{"displayName": "Live", "beverage": "tea", "size": "Medium", "sugarCubes": "0", "extras": ""}, 30*time.Second)(ctx, t, cfg)
-			return conditionWithin("drink", configNS, "live", "Ready", "True", 30*time.Second)(ctx, t, cfg)
+			configMapHas(configNS, "live", map[string]string{"displayName": "Live", "beverage": "tea", "size": "Medium", "sugarCubes": "0", "extras": ""})(ctx, t, cfg)
+			return conditionTrueWithin("drink", configNS, "live", "Ready", 30*time.Second)(ctx, t, cfg)
 		}).
 		Assess("no container restarted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			if got := totalRestarts(); got != restarts {

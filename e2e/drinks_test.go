@@ -48,11 +48,11 @@ spec: {displayName: Cocoa, beverage: cocoa, size: Small, sugarCubes: 1, extras: 
 			}
 			return ctx
 		}).
-		Assess("v1alpha1 layout", configMapHasWithin(drinksNS, "alpha", map[string]string{"name": "Tea", "drink": "tea"}, 30*time.Second)).
-		Assess("v1beta1 layout", configMapHasWithin(drinksNS, "beta", map[string]string{"name": "Coffee", "drink": "coffee", "size": "Large", "sugar": "2"}, 30*time.Second)).
-		Assess("v1 layout", configMapHasWithin(drinksNS, "one", map[string]string{
-			"displayName": "Cocoa", "beverage": "cocoa", "size": "Small", "sugarCubes": "1", "extras": "cinnamon,whipped-cream"}, 30*time.Second)).
-		Assess("Ready", conditionWithin("drink", drinksNS, "one", "Ready", "True", 30*time.Second)).
+		Assess("v1alpha1 layout", configMapHas(drinksNS, "alpha", map[string]string{"name": "Tea", "drink": "tea"})).
+		Assess("v1beta1 layout", configMapHas(drinksNS, "beta", map[string]string{"name": "Coffee", "drink": "coffee", "size": "Large", "sugar": "2"})).
+		Assess("v1 layout", configMapHas(drinksNS, "one", map[string]string{
+			"displayName": "Cocoa", "beverage": "cocoa", "size": "Small", "sugarCubes": "1", "extras": "cinnamon,whipped-cream"})).
+		Assess("Ready", conditionTrueWithin("drink", drinksNS, "one", "Ready", 30*time.Second)).
 		Assess("every Drink in every version", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
 				out, err := kubectl(cfg, "get", "drinks."+v+".example.com", "-n", drinksNS, "-o", "jsonpath={.items[*].metadata.name}")

@@ -56,7 +56,7 @@ func leaderFailoverUnderLoad() features.Feature {
 		}).
 		Assess("SIGKILL the leader while creating 500 Drinks; all converge", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			start := time.Now()
-			readyAt := watchReady(ctx, t, cfg)
+			readyAt := watchReady(ctx, t)
 			oldLeader, err := leaseHolder(ctx)
 			if err != nil || oldLeader == "" {
 				t.Fatalf("no leader before the kill: %q %v", oldLeader, err)
@@ -90,7 +90,7 @@ func leaderFailoverUnderLoad() features.Feature {
 			return ctx
 		}).
 		Assess("the killed replica is back as a standby", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := waitOperatorReady(ctx, 2, 2*time.Minute); err != nil {
+			if err := waitOperatorReady(ctx, 2*time.Minute); err != nil {
 				t.Error(err)
 			}
 			return ctx
@@ -150,7 +150,7 @@ func createDrinks(ctx context.Context, t *testing.T, n, workers int, after func(
 }
 
 // watchReady records when each Drink of loadNS is first seen ready.
-func watchReady(ctx context.Context, t *testing.T, cfg *envconf.Config) *sync.Map {
+func watchReady(ctx context.Context, t *testing.T) *sync.Map {
 	t.Helper()
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: kc.Scheme()})
 	if err != nil {

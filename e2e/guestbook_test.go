@@ -41,7 +41,7 @@ func guestbookFailover() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("Ready with one active pod of three Running", conditionWithin("guestbook", "", "e2e", "Ready", "True", 90*time.Second)).
+		Assess("Ready with one active pod of three Running", conditionTrueWithin("guestbook", "", "e2e", "Ready", 90*time.Second)).
 		Assess("exactly one active pod", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			testenv.Eventually(t, 30*time.Second, func() string {
 				active, err := activePods(cfg, "e2e")

@@ -57,7 +57,7 @@ func installAndBootstrap() features.Feature {
 			}
 			testenv.Eventually(t, 60*time.Second, func() string {
 				d := &appsv1.Deployment{}
-				if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "myoperator-controller-manager"}, d); err != nil {
+				if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, d); err != nil {
 					return err.Error()
 				}
 				if d.Status.AvailableReplicas != 2 {
@@ -90,10 +90,10 @@ func installAndBootstrap() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("OperatorConfig Available", conditionWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, "True", 60*time.Second)).
+		Assess("OperatorConfig Available", conditionTrueWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, 60*time.Second)).
 		Assess("OperatorConfig and Deployment kstatus Current", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kstatusCurrentWithin(ctx, t, operatorv1alpha1.GroupVersion.WithKind("OperatorConfig"), "", operatorv1alpha1.SingletonName, 60*time.Second)
-			kstatusCurrentWithin(ctx, t, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, operatorNS, "myoperator-controller-manager", 60*time.Second)
+			kstatusCurrentWithin(ctx, t, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, operatorNS, operatorDeployment, 60*time.Second)
 			return ctx
 		}).
 		Feature()

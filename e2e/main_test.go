@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,6 +35,8 @@ const (
 	// operatorPods selects the Deployment's pods (config/manager).
 	operatorPods = "app.kubernetes.io/name=myoperator,control-plane=controller-manager"
 	leaseName    = "myoperator.example.com"
+	// operatorDeployment is config/manager's Deployment.
+	operatorDeployment = "myoperator-controller-manager"
 	// webhookAddr is where config/e2e sends the API server's webhook
 	// calls; the suite's Service stand-in listens there.
 	webhookAddr = "127.0.0.1:9443"
@@ -239,7 +242,7 @@ func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error)
 	}
 	cmd := exec.Command(args[0], append(args[1:], root)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return ctx, fmt.Errorf("%v: %s", err, out)
+		return ctx, fmt.Errorf("%w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", strings.Join(images, ", "))
 	return ctx, nil
@@ -273,15 +276,20 @@ func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) 
 	return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "e2e"))(ctx, cfg)
 }
 
-// operatorReady waits until both replicas answer /readyz and one holds the
-// Lease.
+// operatorReady waits until every replica the Deployment asks for answers
+// /readyz and one holds the Lease.
 func operatorReady(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-	return ctx, waitOperatorReady(ctx, 2, 3*time.Minute)
+	return ctx, waitOperatorReady(ctx, 3*time.Minute)
 }
 
-func waitOperatorReady(ctx context.Context, replicas int, timeout time.Duration) error {
+func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
+		replicas := -1
+		d := &appsv1.Deployment{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, d); err == nil && d.Spec.Replicas != nil {
+			replicas = int(*d.Spec.Replicas)
+		}
 		ready := 0
 		for _, p := range runner.Pods() {
 			if p.Ready {

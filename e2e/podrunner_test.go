@@ -215,7 +215,7 @@ func (r *podRunner) runPod(ctx context.Context, rp *runningPod) error {
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
 		for backoff := time.Second; ; backoff = min(2*backoff, 10*time.Second) {
-			err := r.runContainer(ctx, rp, c, mounts)
+			err := r.runContainer(rp, c, mounts)
 			if err == nil {
 				break
 			}
@@ -231,7 +231,7 @@ func (r *podRunner) runPod(ctx context.Context, rp *runningPod) error {
 		c := &p.Spec.Containers[i]
 		wg.Go(func() {
 			for backoff := time.Second; ctx.Err() == nil; backoff = min(2*backoff, 10*time.Second) {
-				err := r.runContainer(ctx, rp, c, mounts)
+				err := r.runContainer(rp, c, mounts)
 				if ctx.Err() != nil {
 					return
 				}
@@ -296,7 +296,7 @@ func rewriteArgs(rp *runningPod, c *corev1.Container) []string {
 
 // runContainer runs one container of the pod in the foreground until it
 // exits or ctx ends; its output goes to the container's log file.
-func (r *podRunner) runContainer(ctx context.Context, rp *runningPod, c *corev1.Container, mounts []string) error {
+func (r *podRunner) runContainer(rp *runningPod, c *corev1.Container, mounts []string) error {
 	p := rp.pod
 	st := rp.container(c.Name)
 	args, err := r.podmanRun(rp, c, st.name, mounts)
@@ -634,7 +634,7 @@ func (r *podRunner) Kill(pod, containerName string) error {
 		if s.Pod == pod {
 			args := podmanArgs("kill", "--signal", "KILL", s.Names[containerName])
 			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-				return fmt.Errorf("%v: %s", err, out)
+				return fmt.Errorf("%w: %s", err, out)
 			}
 			return nil
 		}

@@ -34,7 +34,7 @@ func uninstallAndReinstall() features.Feature {
 				t.Fatalf("%v: %s", err, out)
 			}
 			for i := range 5 {
-				conditionWithin("drink", uninstallNS, fmt.Sprintf("d%d", i), "Ready", "True", 30*time.Second)(ctx, t, cfg)
+				conditionTrueWithin("drink", uninstallNS, fmt.Sprintf("d%d", i), "Ready", 30*time.Second)(ctx, t, cfg)
 			}
 			return ctx
 		}).
@@ -75,14 +75,14 @@ func uninstallAndReinstall() features.Feature {
 			if _, err := install(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitOperatorReady(ctx, 2, 3*time.Minute); err != nil {
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			conditionWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, "True", 60*time.Second)(ctx, t, cfg)
+			conditionTrueWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, 60*time.Second)(ctx, t, cfg)
 			if out, err := apply(cfg, "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: again, namespace: "+uninstallNS+"}\nspec: {name: Again, drink: tea, size: Large, sugar: 1}\n"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			return configMapHasWithin(uninstallNS, "again", map[string]string{"name": "Again", "drink": "tea", "size": "Large", "sugar": "1"}, 30*time.Second)(ctx, t, cfg)
+			return configMapHas(uninstallNS, "again", map[string]string{"name": "Again", "drink": "tea", "size": "Large", "sugar": "1"})(ctx, t, cfg)
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			_, _ = kubectl(cfg, "delete", "namespace", uninstallNS, "--wait=false")

@@ -48,7 +48,7 @@ func upgradeFromPreviousRelease() features.Feature {
 			if _, err := install(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitOperatorReady(ctx, 2, 3*time.Minute); err != nil {
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
