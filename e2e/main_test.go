@@ -85,7 +85,7 @@ func TestMain(m *testing.M) {
 	suite = env.NewWithConfig(cfg)
 	bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
 	suite.Setup(
-		step("project-built Kubernetes binaries", useBinaries(bin)),
+		step("Kubernetes binaries (built when missing)", useBinaries(bin)),
 		step("kwok cluster", envfuncs.CreateClusterWithOpts(kwok.NewProvider(), clusterName, kwok.WithPath(filepath.Join(bin, "kwokctl")))),
 		step("clients", makeClients),
 		step("fake nodes", addNodes(3)),
@@ -130,13 +130,16 @@ func step(name string, f env.Func) env.Func {
 	}
 }
 
-// useBinaries makes kwokctl run the cluster from the project's binaries.
+// useBinaries builds whichever pinned Kubernetes binary is missing
+// (hack/build-k8s.sh; make test-e2e has already run it outside the
+// network namespace, where the module proxy is reachable, so here it only
+// checks) and makes kwokctl run the cluster from them.
 func useBinaries(dir string) env.Func {
 	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl"} {
-			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-				return ctx, fmt.Errorf("%s missing: run make k8s-binaries", b)
-			}
+		cmd := exec.Command(filepath.Join(root, "hack", "build-k8s.sh"), dir)
+		cmd.Env = append(os.Environ(), "KUBE_VERSION="+testenv.KubeVersion)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return ctx, fmt.Errorf("hack/build-k8s.sh (run make k8s-binaries outside the network namespace first): %w: %s", err, out)
 		}
 		for k, v := range map[string]string{
 			"KWOK_RUNTIME":                        "binary",
