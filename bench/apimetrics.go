@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -79,45 +80,79 @@ func admissionOf(m Metrics) Histogram {
 	})
 }
 
-// snapshot is the part of the API server's metrics a phase compares
-// before and after.
+// snapshot is what a phase compares before and after: the API server's
+// counters, the manager's CPU time and its own webhook histogram, and the
+// machine's CPU time, which tells whether a phase was CPU-bound.
 type snapshot struct {
-	writes    Writes
-	conflicts float64
-	admission Histogram
+	writes     Writes
+	conflicts  float64
+	admission  Histogram
+	apiCPU     float64
+	mgrCPU     float64
+	mgrWebhook Histogram
+	cpu        cpuTimes
 }
 
-func snapshotOf(m Metrics) snapshot {
-	return snapshot{writes: writesOf(m), conflicts: conflictsOf(m), admission: admissionOf(m)}
+// takeSnapshot reads the API server's metrics, the manager's (when m is
+// not nil) and /proc/stat.
+func takeSnapshot(ctx context.Context, cp *ControlPlane, m *Manager) (snapshot, error) {
+	api, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return snapshot{}, err
+	}
+	s := snapshot{writes: writesOf(api), conflicts: conflictsOf(api), admission: admissionOf(api), apiCPU: api.Value(cpuSeconds)}
+	if m != nil {
+		mm, err := m.Metrics(ctx)
+		if err != nil {
+			return snapshot{}, err
+		}
+		s.mgrCPU = mm.Value(cpuSeconds)
+		s.mgrWebhook = mm.HistogramOf(webhookLatency, func(l map[string]string) bool { return strings.HasSuffix(l["webhook"], "-drink") })
+	}
+	s.cpu, err = readCPU()
+	return s, err
 }
+
+const (
+	cpuSeconds = "process_cpu_seconds_total"
+	// webhookLatency is controller-runtime's histogram of the webhook
+	// server's own handling time; its 10 ms bound gives an exact share.
+	webhookLatency = "controller_runtime_webhook_latency_seconds"
+)
 
 // Admission summarizes webhook calls as the API server timed them. Its
 // buckets are coarse (5 ms, 25 ms, 100 ms), so the exact shares at 5 and
-// 25 ms go with the interpolated percentiles.
+// 25 ms go with the interpolated percentiles, and the manager's own
+// histogram adds the exact share handled within 10 ms.
 type Admission struct {
 	Calls                 float64
 	P50, P99              float64 // seconds, interpolated in the buckets
 	Within5ms, Within25ms float64 // exact shares of calls
+	ServedWithin10ms      float64 // exact share, the manager's handling only
 }
 
-func admissionSummary(h Histogram) Admission {
-	return Admission{
-		Calls: h.Total, P50: h.Quantile(0.5), P99: h.Quantile(0.99),
-		Within5ms: h.FractionWithin(0.005), Within25ms: h.FractionWithin(0.025),
-	}
-}
-
-// PhaseMetrics is what the API server counted during a phase.
+// PhaseMetrics is what the API server, the manager and the machine counted
+// during a phase.
 type PhaseMetrics struct {
 	Writes    Writes
 	Conflicts float64
 	Admission Admission
+	// APIServerCPU and ManagerCPU are CPU seconds; MachineBusy is the busy
+	// share of all cores.
+	APIServerCPU, ManagerCPU, MachineBusy float64
 }
 
 func (s snapshot) until(after snapshot) PhaseMetrics {
+	h := after.admission.Minus(s.admission)
 	return PhaseMetrics{
 		Writes:    after.writes.Minus(s.writes),
 		Conflicts: after.conflicts - s.conflicts,
-		Admission: admissionSummary(after.admission.Minus(s.admission)),
+		Admission: Admission{
+			Calls: h.Total, P50: h.Quantile(0.5), P99: h.Quantile(0.99),
+			Within5ms: h.FractionWithin(0.005), Within25ms: h.FractionWithin(0.025),
+			ServedWithin10ms: after.mgrWebhook.Minus(s.mgrWebhook).FractionWithin(0.01),
+		},
+		APIServerCPU: after.apiCPU - s.apiCPU, ManagerCPU: after.mgrCPU - s.mgrCPU,
+		MachineBusy: busyBetween(s.cpu, after.cpu),
 	}
 }

@@ -41,8 +41,8 @@ func HoldLease(ctx context.Context, c client.Client) error {
 // apply its ConfigMap with server-side apply as the operator's field owner,
 // and merge-patch its status. It returns the time from the first create to
 // the last write, and what the API server counted.
-func Baseline(ctx context.Context, cp *ControlPlane, ns string, n, w int) (Phase, error) {
-	before, err := cp.APIMetrics(ctx)
+func Baseline(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n, w int) (Phase, error) {
+	before, err := takeSnapshot(ctx, cp, m)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -52,11 +52,45 @@ func Baseline(ctx context.Context, cp *ControlPlane, ns string, n, w int) (Phase
 	if load.FirstErr != nil {
 		return Phase{}, fmt.Errorf("baseline: %d of %d Drinks failed, first: %w", load.Errors, n, load.FirstErr)
 	}
-	after, err := cp.APIMetrics(ctx)
+	after, err := takeSnapshot(ctx, cp, m)
 	if err != nil {
 		return Phase{}, err
 	}
-	return Phase{Seconds: load.Elapsed.Seconds(), Metrics: snapshotOf(before).until(snapshotOf(after))}, nil
+	return Phase{Seconds: load.Elapsed.Seconds(), Metrics: before.until(after)}, nil
+}
+
+// Quiet is admission latency with nothing else running: Drinks created one
+// at a time, after a warm-up, while no reconcile runs.
+type Quiet struct {
+	Admission Admission
+	// CreateP50 and CreateP99 are the whole create as the client timed it
+	// (both webhooks, validation, etcd): an exact upper bound of the
+	// admission time, which the API server's buckets cannot give.
+	CreateP50, CreateP99 float64
+}
+
+// QuietCreates creates warm Drinks, then n more, one at a time, and times
+// the n.
+func QuietCreates(ctx context.Context, cp *ControlPlane, m *Manager, ns string, warm, n int) (Quiet, error) {
+	create := func(ctx context.Context, i int) error { return cp.Client.Create(ctx, newDrink(ns, i)) }
+	if load := runWorkers(ctx, 1, upTo(warm), create); load.FirstErr != nil {
+		return Quiet{}, load.FirstErr
+	}
+	before, err := takeSnapshot(ctx, cp, m)
+	if err != nil {
+		return Quiet{}, err
+	}
+	next := upTo(n)
+	load := runWorkers(ctx, 1, func() (int, bool) { i, ok := next(); return warm + i, ok }, create)
+	if load.FirstErr != nil {
+		return Quiet{}, load.FirstErr
+	}
+	after, err := takeSnapshot(ctx, cp, m)
+	if err != nil {
+		return Quiet{}, err
+	}
+	lat := seconds(load.Latencies)
+	return Quiet{Admission: before.until(after).Admission, CreateP50: Percentile(lat, 50), CreateP99: Percentile(lat, 99)}, nil
 }
 
 // writeAsOperator is one Drink's share of the baseline.

@@ -29,13 +29,15 @@ func ListDrinks(ctx context.Context, cp *ControlPlane, ns string, n, reps int) (
 				return Lists{}, fmt.Errorf("LIST %s: %w", path, err)
 			}
 			var list struct {
-				Items []json.RawMessage `json:"items"`
+				Items []struct {
+					APIVersion string `json:"apiVersion"`
+				} `json:"items"`
 			}
 			if err := json.Unmarshal(raw, &list); err != nil {
 				return Lists{}, fmt.Errorf("LIST %s: %w", path, err)
 			}
-			if len(list.Items) != n {
-				return Lists{}, fmt.Errorf("LIST %s returned %d Drinks, want %d", path, len(list.Items), n)
+			if len(list.Items) != n || list.Items[0].APIVersion != "example.com/"+version {
+				return Lists{}, fmt.Errorf("LIST %s returned %d Drinks, want %d in %s", path, len(list.Items), n, version)
 			}
 			if version == "v1" {
 				v1 = append(v1, took)

@@ -20,6 +20,10 @@ import (
 // right after the signal.
 type HandoverResult struct {
 	LeaseSeconds, ReconcileSeconds float64
+	// ReleasedSeconds is when the old leader had released the Lease (0
+	// when it never did: SIGKILL); the rest of LeaseSeconds is the new
+	// leader's wait for its next try.
+	ReleasedSeconds float64
 	// ExitCode of the old leader (-1 when killed).
 	ExitCode int
 }
@@ -63,7 +67,12 @@ func Handover(ctx context.Context, cp *ControlPlane, opts ManagerOptions, ns str
 			return res, fmt.Errorf("after %s: new lease %.1fs, probe reconciled %.1fs", time.Since(signalled), res.LeaseSeconds, res.ReconcileSeconds)
 		}
 		if res.LeaseSeconds == 0 {
-			if h, _ := leaseHolder(ctx, cp.Client); h != "" && h != holder {
+			h, err := leaseHolder(ctx, cp.Client)
+			switch {
+			case err != nil:
+			case h == "" && res.ReleasedSeconds == 0:
+				res.ReleasedSeconds = time.Since(signalled).Seconds()
+			case h != "" && h != holder:
 				res.LeaseSeconds = time.Since(signalled).Seconds()
 			}
 		}

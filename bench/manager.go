@@ -164,6 +164,18 @@ func (m *Manager) MeasureMemory(ctx context.Context) (Memory, error) {
 	return Memory{HeapInuse: mm.Value("go_memstats_heap_inuse_bytes"), RSS: mm.Value("process_resident_memory_bytes")}, nil
 }
 
+// SaveHeapProfile writes the manager's heap profile (for go tool pprof).
+func (m *Manager) SaveHeapProfile(ctx context.Context, path string) error {
+	code, body, err := m.get(ctx, "http://"+loopback(m.opts.PprofPort)+"/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("heap profile: HTTP %d", code)
+	}
+	return os.WriteFile(path, body, 0o644)
+}
+
 // Metrics scrapes the manager's own Prometheus metrics.
 func (m *Manager) Metrics(ctx context.Context) (Metrics, error) {
 	code, body, err := m.get(ctx, "http://"+loopback(m.opts.MetricsPort)+"/metrics")

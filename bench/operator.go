@@ -20,12 +20,12 @@ type Phase struct {
 // observedGeneration == generation, Ready=True and a correct ConfigMap.
 // The bench writes only the n creates in this phase; every other write the
 // API server counts is the manager's.
-func Converge(ctx context.Context, cp *ControlPlane, ns string, n, w int, timeout time.Duration) (Phase, error) {
-	before, err := cp.APIMetrics(ctx)
+func Converge(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n, w int, timeout time.Duration) (Phase, error) {
+	before, err := takeSnapshot(ctx, cp, m)
 	if err != nil {
 		return Phase{}, err
 	}
-	wait, err := watchConvergence(ctx, cp.Client, ns, n, timeout)
+	wait, err := watchConvergence(ctx, cp.Config, ns, n, timeout)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -40,12 +40,9 @@ func Converge(ctx context.Context, cp *ControlPlane, ns string, n, w int, timeou
 	if err != nil {
 		return Phase{}, err
 	}
-	after, err := cp.APIMetrics(ctx)
+	after, err := takeSnapshot(ctx, cp, m)
 	if err != nil {
 		return Phase{}, err
 	}
-	return Phase{
-		Seconds: converged.Sub(start).Seconds(), CreateSeconds: load.Elapsed.Seconds(),
-		Metrics: snapshotOf(before).until(snapshotOf(after)),
-	}, nil
+	return Phase{Seconds: converged.Sub(start).Seconds(), CreateSeconds: load.Elapsed.Seconds(), Metrics: before.until(after)}, nil
 }

@@ -198,9 +198,11 @@ func (h Histogram) Quantile(q float64) float64 {
 }
 
 // FractionWithin is the exact share of observations at most bound, which
-// must be one of the bucket bounds (else 0).
+// must be one of the bucket bounds (else 0). Bounds made by multiplying
+// (Prometheus' ExponentialBuckets) are off in the last digits, so a bound
+// within a billionth counts as equal.
 func (h Histogram) FractionWithin(bound float64) float64 {
-	i := slices.Index(h.Bounds, bound)
+	i := slices.IndexFunc(h.Bounds, func(b float64) bool { return math.Abs(b-bound) <= 1e-9*bound })
 	if i < 0 || h.Total <= 0 {
 		return 0
 	}

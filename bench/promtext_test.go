@@ -81,6 +81,7 @@ func TestHistogram(t *testing.T) {
 		{"sum of series", both.Total, 110},
 		{"fraction within 5 ms", both.FractionWithin(0.005), 100.0 / 110},
 		{"fraction at an unknown bound", both.FractionWithin(0.1), 0},
+		{"bound off in the last digits", Histogram{Bounds: []float64{0.010000000000000002}, Counts: []float64{3}, Total: 4}.FractionWithin(0.01), 0.75},
 		{"delta total", later.Minus(a).Total, 101},
 		{"delta first bucket", later.Minus(a).Counts[0], 100},
 		{"empty", Histogram{}.Quantile(0.99), 0},

@@ -38,10 +38,10 @@ type Record struct {
 
 	Ceiling []CeilingStep
 	Best    CeilingStep
-	// AdmissionQuiet: Drink creates one at a time with no reconcile
-	// running; Base: the baseline at the best worker count.
-	AdmissionQuiet Admission
-	Base           Phase
+	// Quiet: Drink creates one at a time with no reconcile running; Base:
+	// the baseline at the best worker count.
+	Quiet Quiet
+	Base  Phase
 
 	Sweep []SweepPoint
 	BestK int
@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (Record, error) {
 				return err
 			}
 			defer m.Stop()
-			p, err = converge(ctx, cfg, cp, rec.Best.Workers)
+			p, err = converge(ctx, cfg, cp, m, rec.Best.Workers)
 			return err
 		})
 		if err != nil {
@@ -138,11 +138,11 @@ func managerOptions(cfg Config, cp *ControlPlane, dir string, k int, leaderElect
 	}
 }
 
-func converge(ctx context.Context, cfg Config, cp *ControlPlane, w int) (Phase, error) {
+func converge(ctx context.Context, cfg Config, cp *ControlPlane, m *Manager, w int) (Phase, error) {
 	if err := cp.CreateNamespace(ctx, drinkNS); err != nil {
 		return Phase{}, err
 	}
-	return Converge(ctx, cp, drinkNS, cfg.N, w, 20*time.Minute)
+	return Converge(ctx, cp, m, drinkNS, cfg.N, w, 20*time.Minute)
 }
 
 // runBaseline: the ceiling sweep, quiet admission latency and the baseline,
@@ -172,15 +172,13 @@ func runBaseline(ctx context.Context, cfg Config, rec *Record) error {
 		if err := cp.CreateNamespace(ctx, "quiet"); err != nil {
 			return err
 		}
-		quiet, err := Baseline(ctx, cp, "quiet", 200, 1)
-		if err != nil {
+		if rec.Quiet, err = QuietCreates(ctx, cp, m, "quiet", 20, 300); err != nil {
 			return err
 		}
-		rec.AdmissionQuiet = quiet.Metrics.Admission
 		if err := cp.CreateNamespace(ctx, "baseline"); err != nil {
 			return err
 		}
-		if rec.Base, err = Baseline(ctx, cp, "baseline", cfg.N, rec.Best.Workers); err != nil {
+		if rec.Base, err = Baseline(ctx, cp, m, "baseline", cfg.N, rec.Best.Workers); err != nil {
 			return err
 		}
 		cfg.Logf("N=%d T_base %.1fs at W=%d", cfg.N, rec.Base.Seconds, rec.Best.Workers)
@@ -199,7 +197,7 @@ func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, 
 	if rec.Memory0, err = m.MeasureMemory(ctx); err != nil {
 		return err
 	}
-	if rec.Op, err = converge(ctx, cfg, cp, rec.Best.Workers); err != nil {
+	if rec.Op, err = converge(ctx, cfg, cp, m, rec.Best.Workers); err != nil {
 		return err
 	}
 	rec.R = rec.Op.Seconds / rec.Base.Seconds
@@ -215,6 +213,10 @@ func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, 
 	}
 	rec.Steady = writesOf(after).Minus(writesOf(before))
 	if rec.MemoryN, err = m.MeasureMemory(ctx); err != nil {
+		return err
+	}
+	// The heap profile says what the memory per Drink is made of.
+	if err := m.SaveHeapProfile(ctx, filepath.Join(dir, "heap.pb.gz")); err != nil {
 		return err
 	}
 	if rec.Lists, err = ListDrinks(ctx, cp, drinkNS, cfg.N, cfg.ListReps); err != nil {
