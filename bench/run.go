@@ -27,6 +27,9 @@ type Config struct {
 	ListReps int
 	// BasePort is the first of the loopback ports the managers use.
 	BasePort int
+	// ProfileFor, when set, records CPU profiles of the API server and the
+	// manager for this long from the start of the final convergence.
+	ProfileFor time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 }
@@ -197,7 +200,14 @@ func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, 
 	if rec.Memory0, err = m.MeasureMemory(ctx); err != nil {
 		return err
 	}
+	profiled := func() error { return nil }
+	if cfg.ProfileFor > 0 {
+		profiled = profileCPU(ctx, cp, m, dir, cfg.ProfileFor)
+	}
 	if rec.Op, err = converge(ctx, cfg, cp, m, rec.Best.Workers); err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	rec.R = rec.Op.Seconds / rec.Base.Seconds
