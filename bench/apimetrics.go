@@ -91,6 +91,7 @@ type snapshot struct {
 	mgrCPU     float64
 	mgrWebhook Histogram
 	cpu        cpuTimes
+	benchCPU   float64
 }
 
 // takeSnapshot reads the API server's metrics, the manager's (when m is
@@ -109,6 +110,7 @@ func takeSnapshot(ctx context.Context, cp *ControlPlane, m *Manager) (snapshot, 
 		s.mgrCPU = mm.Value(cpuSeconds)
 		s.mgrWebhook = mm.HistogramOf(webhookLatency, func(l map[string]string) bool { return strings.HasSuffix(l["webhook"], "-drink") })
 	}
+	s.benchCPU = ownCPU()
 	s.cpu, err = readCPU()
 	return s, err
 }
@@ -137,9 +139,10 @@ type PhaseMetrics struct {
 	Writes    Writes
 	Conflicts float64
 	Admission Admission
-	// APIServerCPU and ManagerCPU are CPU seconds; MachineBusy is the busy
-	// share of all cores.
-	APIServerCPU, ManagerCPU, MachineBusy float64
+	// APIServerCPU, ManagerCPU and BenchCPU (this program: the plain client
+	// or the observer) are CPU seconds; MachineBusy is the busy share of all
+	// cores.
+	APIServerCPU, ManagerCPU, BenchCPU, MachineBusy float64
 }
 
 func (s snapshot) until(after snapshot) PhaseMetrics {
@@ -152,7 +155,7 @@ func (s snapshot) until(after snapshot) PhaseMetrics {
 			Within5ms: h.FractionWithin(0.005), Within25ms: h.FractionWithin(0.025),
 			ServedWithin10ms: after.mgrWebhook.Minus(s.mgrWebhook).FractionWithin(0.01),
 		},
-		APIServerCPU: after.apiCPU - s.apiCPU, ManagerCPU: after.mgrCPU - s.mgrCPU,
+		APIServerCPU: after.apiCPU - s.apiCPU, ManagerCPU: after.mgrCPU - s.mgrCPU, BenchCPU: after.benchCPU - s.benchCPU,
 		MachineBusy: busyBetween(s.cpu, after.cpu),
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // cpuTimes are the machine's CPU jiffies since boot: busy ones and all.
@@ -43,6 +45,15 @@ func readCPU() (cpuTimes, error) {
 		return cpuTimes{}, err
 	}
 	return parseProcStat(string(raw))
+}
+
+// ownCPU is the CPU seconds this process has used, user and system.
+func ownCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // busyBetween is the share of the machine's CPU time that was busy between

@@ -98,6 +98,8 @@ func rowsFor(recs []Record) []row {
 		{"kube-apiserver CPU during T_op", "s", per(func(r Record) float64 { return r.Op.Metrics.APIServerCPU }), nil},
 		{"manager CPU during T_base (webhooks only)", "s", per(func(r Record) float64 { return r.Base.Metrics.ManagerCPU }), nil},
 		{"manager CPU during T_op (webhooks and reconciles)", "s", per(func(r Record) float64 { return r.Op.Metrics.ManagerCPU }), nil},
+		{"bench process CPU during T_base (the plain client)", "s", per(func(r Record) float64 { return r.Base.Metrics.BenchCPU }), nil},
+		{"bench process CPU during T_op (creates and observer)", "s", per(func(r Record) float64 { return r.Op.Metrics.BenchCPU }), nil},
 		{"SIGTERM of the leader: old leader released the Lease", "s", per(func(r Record) float64 { return r.Term.ReleasedSeconds }), nil},
 		{"SIGTERM of the leader: new leader holds the Lease", "s", per(func(r Record) float64 { return r.Term.LeaseSeconds }), nil},
 		{"SIGTERM of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Term.ReconcileSeconds }), targetHandover},

@@ -37,7 +37,7 @@ func run() error {
 	flag.IntVar(&runs, "runs", 1, "How many times to measure everything.")
 	flag.StringVar(&workers, "workers", "1,2,4,8,16,32,64", "Client concurrencies of the ceiling sweep.")
 	flag.DurationVar(&cfg.StepFor, "step", 3*time.Second, "How long each concurrency of the ceiling sweep runs.")
-	flag.StringVar(&reconciles, "reconciles", "4,8,16", "--max-concurrent-reconciles values to try; the best R is reported.")
+	flag.StringVar(&reconciles, "reconciles", "8,16,32", "--max-concurrent-reconciles values to try; the best R is reported.")
 	flag.DurationVar(&cfg.Window, "window", 60*time.Second, "How long writes are counted after convergence.")
 	flag.IntVar(&cfg.ListReps, "list-reps", 5, "LISTs per version for the conversion ratio.")
 	flag.StringVar(&cfg.Manager, "manager", "bin/manager", "The manager binary (make build), relative to the repository root.")
