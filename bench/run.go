@@ -28,7 +28,8 @@ type Config struct {
 	// BasePort is the first of the loopback ports the managers use.
 	BasePort int
 	// ProfileFor, when set, records CPU profiles of the API server and the
-	// manager for this long from the start of the final convergence.
+	// manager for this long from the start of the baseline and of the final
+	// convergence.
 	ProfileFor time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
@@ -182,7 +183,14 @@ func runBaseline(ctx context.Context, cfg Config, rec *Record) error {
 		if err := cp.CreateNamespace(ctx, "baseline"); err != nil {
 			return err
 		}
+		profiled := func() error { return nil }
+		if cfg.ProfileFor > 0 {
+			profiled = profileCPU(ctx, cp, m, dir, cfg.ProfileFor)
+		}
 		if rec.Base, err = Baseline(ctx, cp, m, "baseline", cfg.N, rec.Best.Workers); err != nil {
+			return err
+		}
+		if err := profiled(); err != nil {
 			return err
 		}
 		cfg.Logf("N=%d T_base %.1fs at W=%d", cfg.N, rec.Base.Seconds, rec.Best.Workers)
