@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,15 +47,9 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		return ctrl.Result{}, nil // the garbage collector removes the ConfigMap
 	}
 	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", AuthoredVersion(d))
-	before := d.Status.DeepCopy()
+	read := d.DeepCopy()
 	defer func() {
-		if apiequality.Semantic.DeepEqual(before, &d.Status) {
-			return
-		}
-		patch := &drinksv1.Drink{ObjectMeta: d.ObjectMeta, Status: *before}
-		if err := r.Client.Status().Patch(ctx, d, client.MergeFrom(patch)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-		}
+		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, d, func(d *drinksv1.Drink) any { return &d.Status })})
 	}()
 
 	d.Status.AuthoredVersion = AuthoredVersion(d)
@@ -95,20 +87,7 @@ func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&drinksv1.Drink{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(r.allDrinks)).
+		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &drinksv1.DrinkList{}))).
 		WithOptions(opts).
 		Complete(r)
-}
-
-func (r *DrinkReconciler) allDrinks(ctx context.Context, _ client.Object) []ctrl.Request {
-	list := &drinksv1.DrinkList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Drinks after an OperatorConfig change")
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }

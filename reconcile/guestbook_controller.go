@@ -5,8 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,15 +49,9 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil // the garbage collector removes the operands
 	}
 	log.V(1).Info("reconciling Guestbook", "generation", g.Generation)
-	before := g.Status.DeepCopy()
+	read := g.DeepCopy()
 	defer func() {
-		if apiequality.Semantic.DeepEqual(before, &g.Status) {
-			return
-		}
-		patch := &webappv1.Guestbook{ObjectMeta: g.ObjectMeta, Status: *before}
-		if err := r.Client.Status().Patch(ctx, g, client.MergeFrom(patch)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-		}
+		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, g, func(g *webappv1.Guestbook) any { return &g.Status })})
 	}()
 
 	cfg, _ := opconfig.Load(ctx, r.Client, r.Namespace)
@@ -111,7 +103,7 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToGuestbook)).
-		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(r.allGuestbooks)).
+		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &webappv1.GuestbookList{}))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -121,17 +113,4 @@ func podToGuestbook(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 	}
 	return nil
-}
-
-func (r *GuestbookReconciler) allGuestbooks(ctx context.Context, _ client.Object) []ctrl.Request {
-	list := &webappv1.GuestbookList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Guestbooks after an OperatorConfig change")
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
-	}
-	return reqs
 }

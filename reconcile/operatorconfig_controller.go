@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"go.uber.org/zap"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +59,7 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 	if !r.leading() {
 		return ctrl.Result{}, nil
 	}
-	before := c.Status.DeepCopy()
+	read := c.DeepCopy()
 	c.Status.Effective = &eff
 	c.Status.ObservedGeneration = c.Generation
 	setConfigAvailable(c)
@@ -70,11 +69,7 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 		_, migrationErr = r.Migration.Get()
 	}
 	setConfigDegraded(c, errs, migrationErr)
-	if apiequality.Semantic.DeepEqual(before, &c.Status) {
-		return ctrl.Result{}, nil
-	}
-	patch := &operatorv1alpha1.OperatorConfig{ObjectMeta: c.ObjectMeta, Status: *before}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, c, client.MergeFrom(patch)))
+	return ctrl.Result{}, persistStatus(ctx, r.Client, read, c, func(c *operatorv1alpha1.OperatorConfig) any { return &c.Status })
 }
 
 func (r *OperatorConfigReconciler) leading() bool {

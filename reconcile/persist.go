@@ -1,0 +1,49 @@
+package reconcile
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+)
+
+// persistStatus is the one status write of a reconcile: a merge patch of
+// obj against read (the object as the reconcile read it), sent only when
+// status(obj) differs from status(read), so that a reconcile that finds
+// everything in place writes nothing. An object deleted meanwhile is not
+// an error.
+func persistStatus[T client.Object](ctx context.Context, c client.Client, read, obj T, status func(T) any) error {
+	if apiequality.Semantic.DeepEqual(status(read), status(obj)) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(read)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// enqueueAll maps any event to a request for every object of the list's
+// kind in the cache: an OperatorConfig change can change what every
+// Drink or Guestbook should look like.
+func enqueueAll(c client.Client, list client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []ctrl.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing after an OperatorConfig change")
+			return nil
+		}
+		var reqs []ctrl.Request
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok {
+				reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+			return nil
+		})
+		return reqs
+	}
+}
