@@ -25,6 +25,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -189,7 +190,7 @@ func previousDrinkCRD() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("kubectl kustomize config/crd: %w", err)
 	}
-	docs, err := testenv.SplitYAML(out)
+	docs, err := manifests.SplitYAML(out)
 	if err != nil {
 		return "", err
 	}

@@ -1,17 +1,23 @@
 package manifests
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
-
-	"github.com/example/myoperator/internal/testenv"
 )
 
 // Render renders a kustomization under config/ into objects, in order.
 func Render(dir string) ([]*unstructured.Unstructured, error) {
-	docs, err := testenv.Kustomize(dir)
+	docs, err := Kustomize(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -35,4 +41,57 @@ func OfKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 		}
 	}
 	return out
+}
+
+// RepoRoot returns the directory that holds go.mod, found from the working
+// directory upwards (tests and the bundle generator run inside the repo).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("manifests: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Kustomize renders a kustomization under config/ (for example "config/crd")
+// with kubectl's built-in kustomize and returns its documents.
+func Kustomize(dir string) ([][]byte, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, dir))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
+	}
+	return SplitYAML(stdout.Bytes())
+}
+
+// SplitYAML splits a multi-document YAML stream into its documents.
+func SplitYAML(data []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 && !bytes.Equal(bytes.TrimSpace(doc), []byte("---")) {
+			docs = append(docs, doc)
+		}
+	}
 }

@@ -1,48 +1,27 @@
 package testenv
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/scheme"
 )
 
 // KubeVersion is the Kubernetes version the project builds and tests against.
 const KubeVersion = "v1.37.2"
 
-// RepoRoot returns the directory that holds go.mod, found from the working
-// directory of the test upwards.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("testenv: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot returns the directory that holds go.mod (manifests.RepoRoot).
+func RepoRoot() (string, error) { return manifests.RepoRoot() }
 
 // BinaryDir returns the folder holding the project-built etcd and
 // kube-apiserver: $KUBEBUILDER_ASSETS, or bin/k8s/<version> in the repo.
@@ -63,40 +42,6 @@ func BinaryDir() (string, error) {
 	return dir, nil
 }
 
-// Kustomize renders a kustomization under config/ (for example "config/crd")
-// with kubectl's built-in kustomize and returns its documents.
-func Kustomize(dir string) ([][]byte, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, dir))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
-	}
-	return SplitYAML(stdout.Bytes())
-}
-
-// SplitYAML splits a multi-document YAML stream into its documents.
-func SplitYAML(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(doc)) > 0 && !bytes.Equal(bytes.TrimSpace(doc), []byte("---")) {
-			docs = append(docs, doc)
-		}
-	}
-}
-
 // Options chooses what Start installs.
 type Options struct {
 	// Webhooks installs config/webhook's configurations, pointed at a local
@@ -115,7 +60,7 @@ func New(opts Options) (*envtest.Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := Kustomize("config/crd")
+	docs, err := manifests.Kustomize("config/crd")
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +109,7 @@ func addWebhookConfigurations(o *envtest.WebhookInstallOptions) error {
 	if _, err := os.Stat(filepath.Join(root, "config", "webhook", "kustomization.yaml")); err != nil {
 		return nil //nolint:nilerr // no admission webhooks yet: conversion only.
 	}
-	docs, err := Kustomize("config/webhook")
+	docs, err := manifests.Kustomize("config/webhook")
 	if err != nil {
 		return err
 	}
