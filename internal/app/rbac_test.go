@@ -2,6 +2,11 @@ package app_test
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,8 +79,9 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 
 	wo := env.WebhookInstallOptions
 	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
+	metricsAddr := freeAddr(t)
 	mgr, err := app.New(saCfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0", SeveralManagersPerProcess: true,
+		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0", SeveralManagersPerProcess: true,
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
 		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
@@ -142,4 +149,66 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 		}
 		return ""
 	})
+	checkSecureMetrics(ctx, t, cfg, admin, metricsAddr)
+}
+
+// checkSecureMetrics: /metrics refuses a caller without a token (401) and
+// one whose ServiceAccount is not bound to myoperator-metrics-reader
+// (403), and serves one that is (200).
+func checkSecureMetrics(ctx context.Context, t *testing.T, cfg *rest.Config, admin client.Client, addr string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	token := func(sa string) string {
+		if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "drinks", Name: sa}}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts("drinks").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	stranger, prometheus := token("stranger"), token("prometheus")
+	if err := admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-myoperator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "myoperator-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "drinks", Name: "prometheus"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint's certificate is self-signed: this checks who may read,
+	// not the serving certificate.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	get := func(token string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, c := range []struct {
+		name, token string
+		want        int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"not bound to the metrics reader", stranger, http.StatusForbidden},
+		{"bound to the metrics reader", prometheus, http.StatusOK},
+	} {
+		testenv.Eventually(t, 30*time.Second, func() string {
+			code, body := get(c.token)
+			if code != c.want {
+				return fmt.Sprintf("%s: /metrics answered %d, want %d", c.name, code, c.want)
+			}
+			if code == http.StatusOK && !strings.Contains(body, "controller_runtime_reconcile_total") {
+				return c.name + ": no controller metrics in the answer"
+			}
+			return ""
+		})
+	}
 }
