@@ -72,6 +72,14 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkApplyFailed(d, err)
 		return ctrl.Result{}, err
 	}
+	// Events mark what the user did not ask for: a ConfigMap restored after
+	// someone deleted it, or corrected after someone changed it. The first
+	// render of a new Drink is reported by its Ready condition alone, so a
+	// new Drink costs the minimum of two writes (ConfigMap, status) and no
+	// entry in the event recorder's cache.
+	if changed == ReasonConfigMapRestored && read.Status.ConfigMapName == "" {
+		changed = ""
+	}
 	if changed != "" {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, changed, "ApplyConfigMap",
 			"ConfigMap %s in the %s layout", d.Name, AuthoredVersion(d))

@@ -26,6 +26,16 @@ const (
 	LayoutAnnotation = "example.com/layout"
 )
 
+// Event reasons of the Drink reconciler.
+const (
+	// ReasonConfigMapRestored: the ConfigMap was missing (or not the
+	// operator's yet) and was written.
+	ReasonConfigMapRestored = "ConfigMapRestored"
+	// ReasonConfigMapCorrected: the ConfigMap differed from the Drink (an
+	// edit by someone else, or a new layout) and was corrected.
+	ReasonConfigMapCorrected = "ConfigMapCorrected"
+)
+
 // applyConfigMap makes the Drink's ConfigMap hold data, owned by the Drink,
 // with server-side apply: only the keys the operator owns are written and
 // reclaimed, keys others add are left alone, and a layout change removes the
@@ -58,9 +68,9 @@ func (r *DrinkReconciler) applyConfigMap(ctx context.Context, d *drinksv1.Drink,
 		return "", err
 	}
 	if current == nil {
-		return "ConfigMapApplied", nil
+		return ReasonConfigMapRestored, nil
 	}
-	return "ConfigMapCorrected", nil
+	return ReasonConfigMapCorrected, nil
 }
 
 // configMapMatches reports whether the ConfigMap already is what the Drink

@@ -3,10 +3,12 @@ package reconcile_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -18,6 +20,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/reconcile"
 )
 
 // writeAs creates the Drink, or rewrites its spec, through one API version.
@@ -163,6 +166,7 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 	}
 
 	oldUID := cm.UID
+	deleted := time.Now()
 	if err := k8s.Delete(testCtx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +203,42 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 		}
 		return ""
 	})
+	// One event each for the restore and the correction. The first render
+	// has none (its Ready condition says it): had it one, the recorder
+	// would have folded the restore into that older event.
+	testenv.Eventually(t, 10*time.Second, func() string {
+		events := drinkEvents(t, key)
+		var reasons []string
+		for _, e := range events {
+			reasons = append(reasons, e.Reason)
+		}
+		slices.Sort(reasons)
+		if want := []string{reconcile.ReasonConfigMapCorrected, reconcile.ReasonConfigMapRestored}; !slices.Equal(reasons, want) {
+			return fmt.Sprintf("event reasons %v, want %v", reasons, want)
+		}
+		for _, e := range events {
+			if !e.EventTime.After(deleted) {
+				return fmt.Sprintf("event %s at %s, before the ConfigMap was deleted (%s): an event of the first render", e.Reason, e.EventTime.Time, deleted)
+			}
+		}
+		return ""
+	})
+}
+
+// drinkEvents returns the events about a Drink.
+func drinkEvents(t *testing.T, key client.ObjectKey) []eventsv1.Event {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := k8s.List(testCtx, list, client.InNamespace(key.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var events []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Drink" && e.Regarding.Name == key.Name {
+			events = append(events, e)
+		}
+	}
+	return events
 }
 
 // TestDrinkInProgressWhilePending: the object an update returns, before the
