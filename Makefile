@@ -148,6 +148,8 @@ run-local: ## Run the manager here with its webhooks on https://localhost:9443 a
 # of medians goes into docs/BENCHMARKS.md.
 BENCH_RESULTS ?= $(ROOT)/bench/results/full.jsonl
 BENCH_FULL_RUNS ?= 3
+# Further flags for every bench run, for example BENCH_FLAGS="-reconciles 16,32".
+BENCH_FLAGS ?=
 # A lock file each benchmark run holds while it measures (for example
 # /tmp/myoperator-heavy.lock), so that nothing else sharing it loads the
 # machine or the webhook port 9443 meanwhile; empty takes no lock.
@@ -157,14 +159,14 @@ BENCH_LOCKED := $(if $(BENCH_LOCK),flock $(BENCH_LOCK))
 .PHONY: bench
 bench: k8s-binaries build ## Quick benchmark (N=1000, one run, under 10 min): API server write ceiling vs the operator, waste, memory, conversion, handover.
 	go build -o $(BIN)/bench ./bench/cmd/bench
-	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
 
 .PHONY: bench-full
 bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=5000 and 1000 into BENCH_RESULTS, then the table of medians with min and max.
 	go build -o $(BIN)/bench ./bench/cmd/bench
 	@mkdir -p $(dir $(BENCH_RESULTS)) && rm -f $(BENCH_RESULTS)
 	for run in $$(seq $(BENCH_FULL_RUNS)); do for n in 5000 1000; do \
-		$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n $$n -step 5s -out $(BENCH_RESULTS) >/dev/null || exit 1; \
+		$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n $$n -step 5s $(BENCH_FLAGS) -out $(BENCH_RESULTS) >/dev/null || exit 1; \
 	done; done
 	$(BIN)/bench -report $(BENCH_RESULTS)
 
