@@ -183,7 +183,8 @@ func waitNewLeader(ctx context.Context, t *testing.T, old string) (string, time.
 		if err != nil {
 			return err.Error()
 		}
-		holder, _ = leaseHolder(ctx)
+		// Holder and acquire time from the same read of the Lease.
+		holder = holderPod(l)
 		if holder == "" || holder == old || l.Spec.AcquireTime == nil {
 			return "the Lease is still held by " + holder
 		}

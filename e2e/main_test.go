@@ -314,15 +314,20 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 // leaseHolder is the pod that holds the operator's Lease (its identity is
 // the pod's hostname plus a suffix).
 func leaseHolder(ctx context.Context) (string, error) {
-	l := &coordinationv1.Lease{}
-	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: leaseName}, l); err != nil {
+	l, err := leaseOf(ctx)
+	if err != nil {
 		return "", err
 	}
+	return holderPod(l), nil
+}
+
+// holderPod is the pod named by the Lease's holder identity, or "".
+func holderPod(l *coordinationv1.Lease) string {
 	if l.Spec.HolderIdentity == nil {
-		return "", nil
+		return ""
 	}
 	pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-	return pod, nil
+	return pod
 }
 
 // collectLogs, after a failure, prints the end of every operator
