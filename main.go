@@ -36,6 +36,7 @@ func run() error {
 	flag.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "myoperator-system"), "Namespace the operator runs in: its certificate Secret and its Lease live there.")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (for example :8443); 0 disables it.")
 	flag.BoolVar(&o.SecureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes.")
+	flag.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Let the webhook and metrics servers speak HTTP/2; off by default (HTTP/2 rapid reset, CVE-2023-44487).")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to; empty for all.")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")

@@ -67,6 +67,12 @@ type Options struct {
 	SecureMetrics bool
 	ProbeAddr     string
 
+	// EnableHTTP2 lets the webhook and secure metrics servers negotiate
+	// HTTP/2. Off by default: HTTP/2 rapid reset (CVE-2023-44487) and
+	// stream floods cost a server far more than HTTP/1.1 requests do, and
+	// neither the API server nor Prometheus needs HTTP/2 here.
+	EnableHTTP2 bool
+
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
@@ -119,14 +125,14 @@ type CertOptions struct {
 // New builds the manager with every webhook, the certificate rotator (when
 // asked) and the readiness checks.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	webhookOpts := crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}
+	webhookOpts := crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir, TLSOpts: tlsOptions(o)}
 	if o.DisableWebhooks {
 		webhookOpts.Port, o.Certs = -1, nil
 	}
 	var syncer *certs.Syncer
 	if o.Certs != nil {
 		syncer = &certs.Syncer{Dir: o.CertDir}
-		webhookOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate }}
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
 	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme.New(),
@@ -252,8 +258,23 @@ func metricsOptions(o Options) metricsserver.Options {
 	if o.SecureMetrics {
 		m.SecureServing = true
 		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.TLSOpts = tlsOptions(o)
 	}
 	return m
+}
+
+// tlsOptions set what both TLS servers (webhooks, secure metrics) accept:
+// TLS 1.2 at least, stated here rather than left to Go's default, and
+// HTTP/2 only when asked for (controller-runtime offers h2 alone in ALPN).
+func tlsOptions(o Options) []func(*tls.Config) {
+	protos := []string{"http/1.1"}
+	if o.EnableHTTP2 {
+		protos = []string{"h2", "http/1.1"}
+	}
+	return []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion = tls.VersionTLS12
+		c.NextProtos = protos
+	}}
 }
 
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {
