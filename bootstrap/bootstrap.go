@@ -113,15 +113,9 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 func DefaultConfig() *operatorv1alpha1.OperatorConfig {
 	return &operatorv1alpha1.OperatorConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName},
-		Spec: operatorv1alpha1.OperatorConfigSpec{
-			ManagementState: operatorv1alpha1.DefaultManagementState,
-			LogLevel:        operatorv1alpha1.DefaultLogLevel,
-			Drinks:          operatorv1alpha1.DrinksConfig{DefaultSize: operatorv1alpha1.DefaultDrinkSize},
-			Guestbook: operatorv1alpha1.GuestbookConfig{
-				Namespace: operatorv1alpha1.DefaultGuestbookNamespace,
-				Image:     operatorv1alpha1.DefaultGuestbookImage,
-			},
-		},
+		// The one place the defaults are written (a test compares it with
+		// the CRD's schema defaults).
+		Spec: operatorv1alpha1.DefaultSpec(),
 	}
 }
 

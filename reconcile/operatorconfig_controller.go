@@ -2,8 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,12 +23,14 @@ import (
 
 // OperatorConfigReconciler applies the OperatorConfig to the running
 // operator (the log level at once; the other fields are read by each
-// reconcile) and reports what the operator runs with.
+// reconcile), records the configuration it accepts so that a restart during
+// an outage of the OperatorConfig keeps it, and reports what the operator
+// runs with.
 type OperatorConfigReconciler struct {
 	Client client.Client
 	// Level is the zap level of the manager's logger.
 	Level zap.AtomicLevel
-	// Namespace is the operator's namespace.
+	// Namespace is the operator's namespace, where the record lives.
 	Namespace string
 	// Migration is the storage migration's outcome, reported as Degraded.
 	Migration *migrate.Status
@@ -33,34 +38,44 @@ type OperatorConfigReconciler struct {
 	MigrationDone <-chan event.GenericEvent
 	// Elected is closed once this replica leads. Every replica applies the
 	// log level to itself, but only the leader, which runs the migration,
-	// writes status, so that replicas never disagree in it.
+	// writes the record and status, so that replicas never disagree in it.
 	Elected <-chan struct{}
 }
 
 // +kubebuilder:rbac:groups=operator.example.com,resources=operatorconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.example.com,resources=operatorconfigs/status,verbs=get;update;patch
 
-// Reconcile applies the configuration and writes status when it changed.
+// Reconcile applies the configuration, records it when accepted, and writes
+// status when it changed.
 func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	c := &operatorv1alpha1.OperatorConfig{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c)
-	if apierrors.IsNotFound(err) {
-		// No OperatorConfig: run on defaults; there is no status to write.
-		logging.SetLevel(r.Level, string(opconfig.Defaults().LogLevel))
-		return ctrl.Result{}, nil
-	}
+	log := ctrl.LoggerFrom(ctx)
+	res, err := opconfig.LoadResult(ctx, r.Client, r.Namespace)
 	if err != nil {
+		// Keep running on what was resolved (the record or defaults); the
+		// read is retried with backoff.
 		return ctrl.Result{}, err
 	}
-	eff, errs := opconfig.Resolve(c, r.Namespace)
-	logging.SetLevel(r.Level, string(eff.LogLevel))
-	ctrl.LoggerFrom(ctx).V(1).Info("configuration applied", "effective", eff)
-
+	logging.SetLevel(r.Level, string(res.Effective.LogLevel))
+	setConfigStateMetric(res.State)
+	log.V(1).Info("configuration applied", "state", res.State, "effective", res.Effective)
+	if res.State == opconfig.StateMissing {
+		log.Info("OperatorConfig is missing; running on the "+res.Source(), "effective", res.Effective)
+		return ctrl.Result{}, nil // no object to write status to
+	}
 	if !r.leading() {
 		return ctrl.Result{}, nil
 	}
+	if res.Record != nil {
+		if err := r.persistRecord(ctx, res.Record); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	c := &operatorv1alpha1.OperatorConfig{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	read := c.DeepCopy()
-	c.Status.Effective = &eff
+	c.Status.Effective = &res.Effective
 	c.Status.ObservedGeneration = c.Generation
 	setConfigAvailable(c)
 	setConfigProgressing(c)
@@ -68,8 +83,64 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 	if r.Migration != nil {
 		_, migrationErr = r.Migration.Get()
 	}
-	setConfigDegraded(c, errs, migrationErr)
+	setConfigDegraded(c, res, migrationErr)
 	return ctrl.Result{}, persistStatus(ctx, r.Client, read, c, func(c *operatorv1alpha1.OperatorConfig) any { return &c.Status })
+}
+
+// persistRecord writes the record of the accepted configuration when it
+// differs from the stored one: it is what the operator keeps running on if
+// the OperatorConfig goes missing or becomes invalid, across restarts.
+func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opconfig.Record) error {
+	want, err := opconfig.RecordConfigMap(r.Namespace, rec)
+	if err != nil {
+		return err
+	}
+	have := &corev1.ConfigMap{}
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, want, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	if sameData(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue {
+		return nil
+	}
+	have.Data = want.Data
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
+	}
+	have.Labels[ManagedByLabel] = ManagedByValue
+	if err := r.Client.Update(ctx, have, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
+}
+
+// sameData compares two records semantically: the JSON of one record may
+// differ in key order from another's.
+func sameData(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		var x, y any
+		if json.Unmarshal([]byte(a[k]), &x) != nil || json.Unmarshal([]byte(v), &y) != nil {
+			if a[k] != v {
+				return false
+			}
+			continue
+		}
+		xa, _ := json.Marshal(x)
+		ya, _ := json.Marshal(y)
+		if string(xa) != string(ya) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *OperatorConfigReconciler) leading() bool {

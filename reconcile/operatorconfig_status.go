@@ -1,11 +1,12 @@
 package reconcile
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/opconfig"
 )
 
 // Reasons of the OperatorConfig's conditions.
@@ -14,10 +15,12 @@ const (
 	ReasonApplied                = "Applied"
 	ReasonAsExpected             = "AsExpected"
 	ReasonInvalidConfig          = "InvalidConfig"
+	ReasonConfigKept             = "RecreatedConfigNotApplied"
 	ReasonStorageMigrationFailed = "StorageMigrationFailed"
 )
 
-// setConfigAvailable: the operator runs (with this config or defaults).
+// setConfigAvailable: the operator runs (with this config, the last
+// accepted one or defaults).
 func setConfigAvailable(c *operatorv1alpha1.OperatorConfig) {
 	setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionAvailable, metav1.ConditionTrue, ReasonRunning,
 		"the operator is running with the effective configuration in status")
@@ -30,13 +33,17 @@ func setConfigProgressing(c *operatorv1alpha1.OperatorConfig) {
 		"generation applied")
 }
 
-// setConfigDegraded: the spec breaks a rule (the operator then runs on
-// defaults) or the storage migration failed.
-func setConfigDegraded(c *operatorv1alpha1.OperatorConfig, invalid field.ErrorList, migrationErr error) {
+// setConfigDegraded: the spec breaks a rule (the operator then keeps the
+// last accepted configuration), a recreated config asks to stop or move
+// operands (which only an edit does), or the storage migration failed.
+func setConfigDegraded(c *operatorv1alpha1.OperatorConfig, res opconfig.Result, migrationErr error) {
 	switch {
-	case len(invalid) > 0:
+	case res.State == opconfig.StateInvalid:
 		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonInvalidConfig,
-			"running on built-in defaults: "+invalid.ToAggregate().Error())
+			"running on the "+res.Source()+" (see status.effective) until the spec is valid: "+res.Invalid.ToAggregate().Error())
+	case len(res.Kept) > 0:
+		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonConfigKept,
+			strings.Join(res.Kept, "; "))
 	case migrationErr != nil:
 		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonStorageMigrationFailed,
 			"stored Drinks could not all be rewritten in the storage version; retrying: "+migrationErr.Error())

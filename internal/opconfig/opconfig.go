@@ -2,9 +2,12 @@ package opconfig
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -12,59 +15,216 @@ import (
 	"github.com/example/myoperator/internal/validation"
 )
 
-// Defaults is the configuration used when there is no usable OperatorConfig.
+// State says where the effective configuration comes from.
+type State string
+
+const (
+	// StateAccepted: the OperatorConfig is valid and in force.
+	StateAccepted State = "Accepted"
+	// StateInvalid: the OperatorConfig breaks a rule (its webhook was
+	// bypassed); the operator keeps the last accepted configuration.
+	StateInvalid State = "Invalid"
+	// StateMissing: there is no OperatorConfig; the operator keeps the last
+	// accepted configuration.
+	StateMissing State = "Missing"
+)
+
+// States lists every State, for metrics that report one series per state.
+var States = []State{StateAccepted, StateInvalid, StateMissing}
+
+// Record is the last configuration the operator accepted and the
+// OperatorConfig it came from. It tells an edit of that OperatorConfig (same
+// UID, a field changed since) from a new one (another UID, for example
+// recreated by the bootstrap with defaults).
+type Record struct {
+	// SourceUID is the UID of the accepted OperatorConfig.
+	SourceUID types.UID `json:"sourceUID"`
+	// Spec is its spec when it was accepted, defaults filled in.
+	Spec operatorv1alpha1.OperatorConfigSpec `json:"spec"`
+	// Effective is the configuration the operator ran with.
+	Effective operatorv1alpha1.EffectiveConfig `json:"effective"`
+}
+
+// Result is the configuration the operator runs with and why.
+type Result struct {
+	Effective operatorv1alpha1.EffectiveConfig
+	State     State
+	// Invalid says what is wrong with the OperatorConfig (StateInvalid).
+	Invalid field.ErrorList
+	// Kept explains each field kept from the record although the
+	// OperatorConfig says otherwise (it is not the one accepted before).
+	Kept []string
+	// FromRecord is true when a missing or invalid OperatorConfig left the
+	// operator on its last accepted configuration (false: on defaults, none
+	// was ever accepted).
+	FromRecord bool
+	// Record is what to persist when State is StateAccepted.
+	Record *Record
+}
+
+// Defaults is the configuration of DefaultSpec.
 func Defaults() operatorv1alpha1.EffectiveConfig {
+	return effective(operatorv1alpha1.DefaultSpec())
+}
+
+// Complete fills every omitted field of a spec with its default.
+func Complete(s operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.OperatorConfigSpec {
+	d := operatorv1alpha1.DefaultSpec()
+	if s.ManagementState == "" {
+		s.ManagementState = d.ManagementState
+	}
+	if s.LogLevel == "" {
+		s.LogLevel = d.LogLevel
+	}
+	if s.Drinks.DefaultSize == "" {
+		s.Drinks.DefaultSize = d.Drinks.DefaultSize
+	}
+	if s.Guestbook.Namespace == "" {
+		s.Guestbook.Namespace = d.Guestbook.Namespace
+	}
+	if s.Guestbook.Image == "" {
+		s.Guestbook.Image = d.Guestbook.Image
+	}
+	return s
+}
+
+func effective(s operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.EffectiveConfig {
+	s = Complete(s)
 	return operatorv1alpha1.EffectiveConfig{
-		ManagementState:    operatorv1alpha1.DefaultManagementState,
-		LogLevel:           operatorv1alpha1.DefaultLogLevel,
-		DrinkDefaultSize:   operatorv1alpha1.DefaultDrinkSize,
-		GuestbookNamespace: operatorv1alpha1.DefaultGuestbookNamespace,
-		GuestbookImage:     operatorv1alpha1.DefaultGuestbookImage,
+		ManagementState:    s.ManagementState,
+		LogLevel:           s.LogLevel,
+		DrinkDefaultSize:   s.Drinks.DefaultSize,
+		GuestbookNamespace: s.Guestbook.Namespace,
+		GuestbookImage:     s.Guestbook.Image,
 	}
 }
 
-// Resolve returns the effective configuration of an OperatorConfig: its spec
-// with defaults for every omitted field. When the spec breaks a rule, the
-// result is the built-in defaults and the errors say why.
-func Resolve(c *operatorv1alpha1.OperatorConfig, operatorNamespace string) (operatorv1alpha1.EffectiveConfig, field.ErrorList) {
-	eff := Defaults()
+// Resolve decides the configuration from the OperatorConfig c (nil when
+// missing) and the record of the last accepted one (nil when none):
+//
+//   - missing or invalid c: the record's configuration (defaults without
+//     one), nothing is accepted;
+//   - valid c: its spec, except guestbook.namespace, which moves operands
+//     (the old ones are deleted): it changes only through an edit of the
+//     accepted OperatorConfig (same UID, the field differs from the recorded
+//     spec). A new OperatorConfig (another UID, for example recreated by the
+//     bootstrap with defaults) keeps the recorded namespace, and Kept says
+//     so. managementState is not kept: Managed is what a valid config says,
+//     and resuming destroys nothing.
+func Resolve(c *operatorv1alpha1.OperatorConfig, rec *Record, operatorNamespace string) Result {
+	fallback := Result{Effective: Defaults()}
+	if rec != nil {
+		fallback = Result{Effective: rec.Effective, FromRecord: true}
+	}
+	if c == nil {
+		fallback.State = StateMissing
+		return fallback
+	}
 	if errs := validation.ValidateOperatorConfig(c, operatorNamespace); len(errs) > 0 {
-		return eff, errs
+		fallback.State, fallback.Invalid = StateInvalid, errs
+		return fallback
 	}
-	s := c.Spec
-	if s.ManagementState != "" {
-		eff.ManagementState = s.ManagementState
+	spec := Complete(c.Spec)
+	out := Result{State: StateAccepted, Effective: effective(spec)}
+	if rec != nil {
+		edited := func(was, is string) bool { return c.UID == rec.SourceUID && was != is }
+		if e := &out.Effective; e.GuestbookNamespace != rec.Effective.GuestbookNamespace &&
+			!edited(rec.Spec.Guestbook.Namespace, spec.Guestbook.Namespace) {
+			out.Kept = append(out.Kept, keptMessage("guestbook.namespace", spec.Guestbook.Namespace, rec.Effective.GuestbookNamespace))
+			e.GuestbookNamespace = rec.Effective.GuestbookNamespace
+		}
 	}
-	if s.LogLevel != "" {
-		eff.LogLevel = s.LogLevel
-	}
-	if s.Drinks.DefaultSize != "" {
-		eff.DrinkDefaultSize = s.Drinks.DefaultSize
-	}
-	if s.Guestbook.Namespace != "" {
-		eff.GuestbookNamespace = s.Guestbook.Namespace
-	}
-	if s.Guestbook.Image != "" {
-		eff.GuestbookImage = s.Guestbook.Image
-	}
-	return eff, nil
+	out.Record = &Record{SourceUID: c.UID, Spec: spec, Effective: out.Effective}
+	return out
 }
 
-// Load reads the OperatorConfig "cluster" and resolves it. A missing object
-// gives the defaults and no error; an invalid one gives the defaults and an
-// error that says what is wrong.
-func Load(ctx context.Context, r client.Reader, operatorNamespace string) (operatorv1alpha1.EffectiveConfig, error) {
-	c := &operatorv1alpha1.OperatorConfig{}
-	err := r.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c)
+func keptMessage(field, spec, kept string) string {
+	return fmt.Sprintf("spec.%s is %q, but this OperatorConfig is not the one the operator accepted %q from (it was recreated): %q stays in force until spec.%s of this OperatorConfig is edited",
+		field, spec, kept, kept, field)
+}
+
+// RecordName is the ConfigMap in the operator's namespace that holds the
+// last accepted configuration.
+const RecordName = "myoperator-accepted-config"
+
+// recordKey is the ConfigMap's data key holding the Record as JSON.
+const recordKey = "accepted.json"
+
+// ManagedByLabel and ManagedByValue label the record so that the manager's
+// ConfigMap cache (which holds only what the operator writes) has it.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "myoperator"
+)
+
+// RecordConfigMap returns the ConfigMap that stores rec.
+func RecordConfigMap(namespace string, rec *Record) (*corev1.ConfigMap, error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{Data: map[string]string{recordKey: string(raw)}}
+	cm.Name, cm.Namespace = RecordName, namespace
+	cm.Labels = map[string]string{ManagedByLabel: ManagedByValue}
+	return cm, nil
+}
+
+// ReadRecord reads the record; nil, nil when there is none. A record that
+// cannot be decoded counts as none, with the error to report.
+func ReadRecord(ctx context.Context, r client.Reader, namespace string) (*Record, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RecordName}, cm)
 	if apierrors.IsNotFound(err) {
-		return Defaults(), nil
+		return nil, nil
 	}
 	if err != nil {
-		return Defaults(), fmt.Errorf("reading OperatorConfig %s: %w", operatorv1alpha1.SingletonName, err)
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, RecordName, err)
 	}
-	eff, errs := Resolve(c, operatorNamespace)
-	if len(errs) > 0 {
-		return eff, fmt.Errorf("OperatorConfig %s is invalid, running on defaults: %w", c.Name, errs.ToAggregate())
+	rec := &Record{}
+	if err := json.Unmarshal([]byte(cm.Data[recordKey]), rec); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s is not a configuration record: %w", namespace, RecordName, recordKey, err)
 	}
-	return eff, nil
+	return rec, nil
+}
+
+// LoadResult reads the OperatorConfig "cluster" and the record and resolves
+// them. An error means one of them could not be read; the result is then
+// the record's configuration when it was read, else the defaults.
+func LoadResult(ctx context.Context, r client.Reader, operatorNamespace string) (Result, error) {
+	rec, recErr := ReadRecord(ctx, r, operatorNamespace)
+	c := &operatorv1alpha1.OperatorConfig{}
+	err := r.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		c = nil
+	case err != nil:
+		res := Resolve(nil, rec, operatorNamespace)
+		return res, fmt.Errorf("reading OperatorConfig %s: %w", operatorv1alpha1.SingletonName, err)
+	}
+	return Resolve(c, rec, operatorNamespace), recErr
+}
+
+// Load returns the effective configuration (LoadResult's). The error says
+// why it is not the OperatorConfig as written, if it is not.
+func Load(ctx context.Context, r client.Reader, operatorNamespace string) (operatorv1alpha1.EffectiveConfig, error) {
+	res, err := LoadResult(ctx, r, operatorNamespace)
+	if err != nil {
+		return res.Effective, err
+	}
+	switch res.State {
+	case StateInvalid:
+		return res.Effective, fmt.Errorf("OperatorConfig %s is invalid, running on the %s: %w",
+			operatorv1alpha1.SingletonName, res.Source(), res.Invalid.ToAggregate())
+	case StateMissing:
+		return res.Effective, fmt.Errorf("OperatorConfig %s is missing, running on the %s", operatorv1alpha1.SingletonName, res.Source())
+	}
+	return res.Effective, nil
+}
+
+// Source names where a fallback configuration comes from, for messages.
+func (r Result) Source() string {
+	if r.FromRecord {
+		return "last accepted configuration"
+	}
+	return "built-in defaults (no configuration was ever accepted)"
 }

@@ -40,23 +40,7 @@ func (w *OperatorConfigWebhook) Default(_ context.Context, c *operatorv1alpha1.O
 // DefaultOperatorConfig fills every omitted spec field with its default. It
 // is idempotent.
 func DefaultOperatorConfig(c *operatorv1alpha1.OperatorConfig) {
-	d := opconfig.Defaults()
-	s := &c.Spec
-	if s.ManagementState == "" {
-		s.ManagementState = d.ManagementState
-	}
-	if s.LogLevel == "" {
-		s.LogLevel = d.LogLevel
-	}
-	if s.Drinks.DefaultSize == "" {
-		s.Drinks.DefaultSize = d.DrinkDefaultSize
-	}
-	if s.Guestbook.Namespace == "" {
-		s.Guestbook.Namespace = d.GuestbookNamespace
-	}
-	if s.Guestbook.Image == "" {
-		s.Guestbook.Image = d.GuestbookImage
-	}
+	c.Spec = opconfig.Complete(c.Spec)
 }
 
 // ValidateCreate checks a new OperatorConfig.
@@ -76,9 +60,10 @@ func (w *OperatorConfigWebhook) ValidateUpdate(_ context.Context, old, c *operat
 	return warnings, w.validate(c)
 }
 
-// ValidateDelete allows the delete; the operator then runs on defaults.
+// ValidateDelete allows the delete; the operator then keeps the last
+// configuration it accepted.
 func (w *OperatorConfigWebhook) ValidateDelete(context.Context, *operatorv1alpha1.OperatorConfig) (admission.Warnings, error) {
-	return admission.Warnings{"the operator runs on built-in defaults until an OperatorConfig named cluster exists again"}, nil
+	return admission.Warnings{"the operator keeps running on the last configuration it accepted until an OperatorConfig named cluster exists again"}, nil
 }
 
 func (w *OperatorConfigWebhook) validate(c *operatorv1alpha1.OperatorConfig) error {
