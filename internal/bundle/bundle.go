@@ -65,6 +65,12 @@ func Generate(dir, version string) error {
 		unstructured.RemoveNestedField(crd.Object, "spec", "conversion")
 		files[filepath.Join("manifests", crd.GetName()+".yaml")] = crd.Object
 	}
+	// OLM creates a bundle's PodDisruptionBudget in the namespace it
+	// installs the operator into, so it names none itself.
+	for _, pdb := range manifests.OfKind(all, "PodDisruptionBudget") {
+		pdb.SetNamespace("")
+		files[filepath.Join("manifests", PDBFile(pdb.GetName()))] = pdb.Object
+	}
 	ann := map[string]any{}
 	for _, a := range Annotations {
 		ann[a[0]] = a[1]
@@ -87,6 +93,9 @@ func Generate(dir, version string) error {
 	df.WriteString("COPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\n")
 	return os.WriteFile(filepath.Join(filepath.Dir(dir), "bundle.Dockerfile"), []byte(df.String()), 0o644)
 }
+
+// PDBFile is the bundle manifest of the PodDisruptionBudget name.
+func PDBFile(name string) string { return name + "_policy_v1_poddisruptionbudget.yaml" }
 
 func clusterServiceVersion(all, samples []*unstructured.Unstructured, version string) (map[string]any, error) {
 	deps := manifests.OfKind(all, "Deployment")

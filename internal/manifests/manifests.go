@@ -21,6 +21,11 @@ func Render(dir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decode(dir, docs)
+}
+
+// decode parses rendered documents into objects, in order.
+func decode(dir string, docs [][]byte) ([]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(docs))
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{}
@@ -69,11 +74,16 @@ func Kustomize(dir string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return kustomize(filepath.Join(root, dir), dir)
+}
+
+// kustomize renders the kustomization in path; name is how errors call it.
+func kustomize(path, name string) ([][]byte, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, dir))
+	cmd := exec.Command("kubectl", "kustomize", path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
+		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", name, err, stderr.String())
 	}
 	return SplitYAML(stdout.Bytes())
 }
