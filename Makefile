@@ -38,6 +38,8 @@ help: ## Show every target with one line each.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), webhook configurations (config/webhook) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths="./apis/..." output:crd:artifacts:config=config/crd/bases
+	@# The Drink webhook validates every version's writes against the v1 rules of this CRD, embedded in the binary.
+	cp config/crd/bases/example.com_drinks.yaml internal/crdvalidation/example.com_drinks.yaml
 	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) rbac:roleName=myoperator-manager-role paths="./..." output:rbac:artifacts:config=config/rbac
 

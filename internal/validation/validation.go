@@ -25,24 +25,38 @@ const MaxGuestbookNameLength = 52
 // ServedDrinkVersions are the versions a Drink may be authored in.
 var ServedDrinkVersions = []string{"v1alpha1", "v1beta1", "v1"}
 
-// ValidateDrink checks a Drink (in its hub form) beyond its schema. The
-// Drink's name becomes a label value on its ConfigMap, so it must fit one.
+// ValidateDrink checks a Drink (in its hub form) against the rules its CRD
+// cannot say. ValidateDrinkHub adds the CRD's rules and ratcheting.
 func ValidateDrink(d *drinksv1.Drink) field.ErrorList {
-	var errs field.ErrorList
-	if len(d.Name) > utilvalidation.LabelValueMaxLength {
-		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), d.Name, utilvalidation.LabelValueMaxLength).
-			WithOrigin("drink-name-label"))
+	return validateDrinkRules(nil, d)
+}
+
+// checkNameIsLabel: the Drink's name becomes a label value on its ConfigMap,
+// so it must fit one.
+func checkNameIsLabel(d *drinksv1.Drink) field.ErrorList {
+	if len(d.Name) <= utilvalidation.LabelValueMaxLength {
+		return nil
 	}
-	if d.Spec.Size == drinksv1.SizeSmall && len(d.Spec.Extras) > MaxSmallExtras {
-		errs = append(errs, field.TooMany(field.NewPath("spec", "extras"), len(d.Spec.Extras), MaxSmallExtras).
-			WithOrigin("small-drink-extras"))
-		errs[len(errs)-1].Detail = fmt.Sprintf("a Small drink takes at most %d extras; choose size Medium or Large for more", MaxSmallExtras)
+	return field.ErrorList{field.TooLong(field.NewPath("metadata", "name"), d.Name, utilvalidation.LabelValueMaxLength).
+		WithOrigin("drink-name-label")}
+}
+
+func checkSmallExtras(d *drinksv1.Drink) field.ErrorList {
+	if d.Spec.Size != drinksv1.SizeSmall || len(d.Spec.Extras) <= MaxSmallExtras {
+		return nil
 	}
-	if v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]; ok && !slices.Contains(ServedDrinkVersions, v) {
-		errs = append(errs, field.NotSupported(
-			field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), v, ServedDrinkVersions))
+	err := field.TooMany(field.NewPath("spec", "extras"), len(d.Spec.Extras), MaxSmallExtras).WithOrigin("small-drink-extras")
+	err.Detail = fmt.Sprintf("a Small drink takes at most %d extras; choose size Medium or Large for more", MaxSmallExtras)
+	return field.ErrorList{err}
+}
+
+func checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList {
+	v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]
+	if !ok || slices.Contains(ServedDrinkVersions, v) {
+		return nil
 	}
-	return errs
+	return field.ErrorList{field.NotSupported(
+		field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), v, ServedDrinkVersions)}
 }
 
 // DrinkWarnings are the deprecation warnings for a Drink written through an

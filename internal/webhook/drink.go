@@ -118,12 +118,13 @@ func keepInexpressible(d, old *drinksv1.Drink, requestVersion string) {
 
 // ValidateCreate checks a new Drink.
 func (w *DrinkWebhook) ValidateCreate(ctx context.Context, d *drinksv1.Drink) (admission.Warnings, error) {
-	return w.validate(ctx, d)
+	return w.validate(ctx, nil, d)
 }
 
-// ValidateUpdate checks a changed Drink.
-func (w *DrinkWebhook) ValidateUpdate(ctx context.Context, _, d *drinksv1.Drink) (admission.Warnings, error) {
-	return w.validate(ctx, d)
+// ValidateUpdate checks a changed Drink; what did not change is not checked
+// again (ratcheting, as the API server does for CRD rules).
+func (w *DrinkWebhook) ValidateUpdate(ctx context.Context, old, d *drinksv1.Drink) (admission.Warnings, error) {
+	return w.validate(ctx, old, d)
 }
 
 // ValidateDelete allows every delete.
@@ -131,12 +132,18 @@ func (w *DrinkWebhook) ValidateDelete(context.Context, *drinksv1.Drink) (admissi
 	return nil, nil
 }
 
-func (w *DrinkWebhook) validate(ctx context.Context, d *drinksv1.Drink) (admission.Warnings, error) {
+// validate checks the hub form of a Drink written through any version
+// against every v1 rule: the API server has checked only the rules of the
+// version the client wrote in, and values kept in the conversion-data
+// annotation reach v1 without any check.
+func (w *DrinkWebhook) validate(ctx context.Context, old, d *drinksv1.Drink) (admission.Warnings, error) {
+	version := drinksv1.GroupVersion.Version
 	var warnings admission.Warnings
 	if req, err := admission.RequestFromContext(ctx); err == nil {
-		warnings = validation.DrinkWarnings(requestVersion(req))
+		version = requestVersion(req)
+		warnings = validation.DrinkWarnings(version)
 	}
-	if errs := validation.ValidateDrink(d); len(errs) > 0 {
+	if errs := validation.ValidateDrinkHub(ctx, old, d, version); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(drinksv1.GroupVersion.WithKind("Drink").GroupKind(), d.Name, errs)
 	}
 	return warnings, nil

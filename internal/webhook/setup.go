@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -33,6 +34,11 @@ type Options struct {
 // Setup registers every webhook of the operator on the manager's webhook
 // server: Drink conversion, and defaulting and validation of each kind.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	// A Drink the converter cannot take is passed through, for the schema
+	// to reject with a 422 that names the field, not a 500.
+	registerConversion(mgr, map[schema.GroupKind]PassThroughFunc{
+		drinksv1.GroupVersion.WithKind("Drink").GroupKind(): conversion.PassThrough,
+	})
 	dw := &DrinkWebhook{Config: mgr.GetClient(), Namespace: opts.Namespace}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
 		WithConverter(conversion.NewConverter()).

@@ -84,6 +84,12 @@ func restore(meta *metav1.ObjectMeta) (*lostFields, error) {
 	return lost, nil
 }
 
+// CheckData returns why value, as a ConversionDataAnnotation, cannot be
+// decoded, or nil when it can.
+func CheckData(value string) error {
+	return json.Unmarshal([]byte(value), &lostFields{})
+}
+
 // hubAnnotation returns the hub's own value of ConversionDataAnnotation.
 func hubAnnotation(meta *metav1.ObjectMeta) *string {
 	if v, ok := meta.Annotations[drinksv1.ConversionDataAnnotation]; ok {

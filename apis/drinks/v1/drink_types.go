@@ -42,14 +42,14 @@ type DrinkSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="displayName must not be blank"
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="displayName must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	DisplayName string `json:"displayName,omitempty"`
 
 	// Beverage is what is in the cup (v1alpha1 and v1beta1 call it drink).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="beverage must not be blank"
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="beverage must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	Beverage string `json:"beverage,omitempty"`
 
 	// Size of the drink: Small, Medium or Large. When omitted, the mutating

@@ -10,14 +10,14 @@ type DrinkSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="name must not be blank"
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="name must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	Name string `json:"name,omitempty"`
 
 	// Drink is what is in the cup (beverage in v1).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="drink must not be blank"
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="drink must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	Drink string `json:"drink,omitempty"`
 }
 

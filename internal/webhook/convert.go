@@ -1,0 +1,150 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
+)
+
+// ConvertPath is the path of the conversion webhook (config/crd patches).
+const ConvertPath = "/convert"
+
+// PassThroughFunc moves an object that cannot be converted to
+// desiredAPIVersion without interpreting its values, or fails when it does
+// not know that version.
+type PassThroughFunc func(obj map[string]any, desiredAPIVersion string) error
+
+// tolerantConversion serves conversion reviews with controller-runtime's
+// handler, except that an object the converter cannot take (a value of the
+// wrong type, say) is passed through instead of failing the review.
+//
+// Why: for a write in an older version, the API server converts the object
+// to v1 for mutating admission before it checks the schema. A failed
+// conversion there is a 500 that names nothing; passed through, the object
+// reaches schema validation, which answers 422 and names the field, as it
+// does for the same object written in v1.
+type tolerantConversion struct {
+	next        http.Handler
+	passThrough map[schema.GroupKind]PassThroughFunc
+}
+
+// registerConversion serves ConvertPath before the webhook builder would, so
+// that the builder, finding the path taken, leaves it to this handler; the
+// converters it registers still do the work.
+func registerConversion(mgr ctrl.Manager, passThrough map[schema.GroupKind]PassThroughFunc) {
+	mgr.GetWebhookServer().Register(ConvertPath, &tolerantConversion{
+		next:        crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()),
+		passThrough: passThrough,
+	})
+}
+
+func (h *tolerantConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	whole := h.serve(r, body)
+	review := &apiextensionsv1.ConversionReview{}
+	if err := json.Unmarshal(body, review); err != nil || review.Request == nil || whole.converted() {
+		// Malformed reviews keep the answers of the inner handler, and a
+		// review that converts needs nothing more.
+		whole.writeTo(w)
+		return
+	}
+	objects := make([]runtime.RawExtension, 0, len(review.Request.Objects))
+	for _, obj := range review.Request.Objects {
+		converted, ok := h.convertOne(r, review, obj)
+		if !ok {
+			whole.writeTo(w)
+			return
+		}
+		objects = append(objects, converted)
+	}
+	review.Response = &apiextensionsv1.ConversionResponse{
+		UID: review.Request.UID, ConvertedObjects: objects, Result: metav1.Status{Status: metav1.StatusSuccess},
+	}
+	review.Request = nil
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(review)
+}
+
+// convertOne converts obj alone, or passes it through when the converter
+// cannot take it. ok is false when neither works (a version nobody serves).
+func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1.ConversionReview, obj runtime.RawExtension) (runtime.RawExtension, bool) {
+	one := review.DeepCopy()
+	one.Request.Objects = []runtime.RawExtension{obj}
+	single, _ := json.Marshal(one)
+	if resp := h.serve(r, single); resp.converted() && len(resp.review.Response.ConvertedObjects) == 1 {
+		return resp.review.Response.ConvertedObjects[0], true
+	}
+	var u map[string]any
+	if err := json.Unmarshal(obj.Raw, &u); err != nil {
+		return runtime.RawExtension{}, false
+	}
+	apiVersion, _ := u["apiVersion"].(string)
+	kind, _ := u["kind"].(string)
+	pass, found := h.passThrough[schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()]
+	if !found || pass(u, review.Request.DesiredAPIVersion) != nil {
+		return runtime.RawExtension{}, false
+	}
+	raw, err := json.Marshal(u)
+	if err != nil {
+		return runtime.RawExtension{}, false
+	}
+	ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Info(
+		"passed through an object the converter cannot take, for the API server's validation to answer",
+		"kind", kind, "name", nested(u, "metadata", "name"), "from", apiVersion, "to", review.Request.DesiredAPIVersion)
+	return runtime.RawExtension{Raw: raw}, true
+}
+
+// innerResponse is what the inner handler answered.
+type innerResponse struct {
+	rec    *httptest.ResponseRecorder
+	review *apiextensionsv1.ConversionReview
+}
+
+func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
+	rec := httptest.NewRecorder()
+	inner := r.Clone(r.Context())
+	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	h.next.ServeHTTP(rec, inner)
+	resp := innerResponse{rec: rec, review: &apiextensionsv1.ConversionReview{}}
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), resp.review) != nil {
+		resp.review = nil
+	}
+	return resp
+}
+
+func (r innerResponse) converted() bool {
+	return r.review != nil && r.review.Response != nil && r.review.Response.Result.Status == metav1.StatusSuccess
+}
+
+func (r innerResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range r.rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(r.rec.Code)
+	_, _ = w.Write(r.rec.Body.Bytes())
+}
+
+func nested(u map[string]any, keys ...string) any {
+	var v any = u
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
