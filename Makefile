@@ -8,6 +8,7 @@ KUBE_VERSION ?= v1.37.2
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+KUBE_SCORE_VERSION ?= v1.20.0
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -19,6 +20,7 @@ BIN := $(ROOT)/bin
 K8S_BIN := $(BIN)/k8s/$(KUBE_VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
 KUBECTL ?= kubectl
 # Every API server a target starts runs in this network namespace, which has
 # no route off the machine (see hack/netns.sh).
@@ -64,6 +66,10 @@ vet: ## Run go vet on the code.
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run ./...
+
+.PHONY: kube-score
+kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy) with kube-score; fail on any CRITICAL.
+	hack/kube-score.sh $(KUBE_SCORE)
 
 .PHONY: verify
 verify: ## Regenerate code and manifests and fail if that changes any file (a hand edit or a stale generation).
@@ -112,7 +118,7 @@ test-e2e: k8s-binaries build ## End-to-end suites (e2e-framework) on a kwok clus
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 
 .PHONY: ci
-ci: verify lint test test-dev-cluster test-pod-security test-image test-e2e ## Everything CI runs: verify, lint, every test suite, the dev-cluster, image and e2e checks.
+ci: verify lint kube-score test test-dev-cluster test-pod-security test-image test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image and e2e checks.
 
 ##@ Kubernetes binaries and local cluster
 
@@ -219,3 +225,8 @@ $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (about 2 minutes when cold)"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/.tmp/golangci-lint $@
+
+$(KUBE_SCORE):
+	@echo "installing kube-score $(KUBE_SCORE_VERSION) into bin/ (about 1.5 minutes when cold)"
+	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION)
+	mv $(BIN)/.tmp/kube-score $@
