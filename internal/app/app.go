@@ -105,6 +105,11 @@ type Options struct {
 	LogLevel zap.AtomicLevel
 	// MaxConcurrentReconciles per controller; 0 uses a default.
 	MaxConcurrentReconciles int
+
+	// TuneMigration, when set, adjusts the storage migrator before the
+	// manager runs it (tests shorten its page size and back-off and hook
+	// between pages).
+	TuneMigration func(*migrate.Migrator)
 }
 
 // CertOptions configure the certificate rotator.
@@ -222,9 +227,13 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}
 	migration := &migrate.Status{}
 	migrationDone := make(chan event.GenericEvent, 1)
-	if err := mgr.Add(&migrate.Migrator{
+	migrator := &migrate.Migrator{
 		Client: direct, Log: mgr.GetLogger().WithName("storage-migration"), Status: migration, Notify: migrationDone,
-	}); err != nil {
+	}
+	if o.TuneMigration != nil {
+		o.TuneMigration(migrator)
+	}
+	if err := mgr.Add(migrator); err != nil {
 		return err
 	}
 	if o.LogLevel == (zap.AtomicLevel{}) {

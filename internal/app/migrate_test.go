@@ -2,16 +2,22 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -20,6 +26,7 @@ import (
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -60,7 +67,8 @@ func TestStorageMigration(t *testing.T) {
 // TestStorageMigrationFailureDegrades: when the cluster refuses the
 // migration's writes (here an admission policy that freezes Drinks), the
 // manager keeps running, OperatorConfig says Degraded with reason
-// StorageMigrationFailed and the refusal, storedVersions is left alone;
+// StorageMigrationFailed and the refusal, storedVersions is left alone
+// (though the Drinks are stored as v1 through their status subresource);
 // once the writes are allowed the retry migrates and Degraded clears.
 func TestStorageMigrationFailureDegrades(t *testing.T) {
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
@@ -74,41 +82,240 @@ func TestStorageMigrationFailureDegrades(t *testing.T) {
 	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true}); err != nil {
 		t.Fatal(err)
 	}
-	degraded := func(want metav1.ConditionStatus, reason string) {
-		t.Helper()
-		testenv.Eventually(t, 90*time.Second, func() string {
-			oc := &operatorv1alpha1.OperatorConfig{}
-			if err := c.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
-				return err.Error()
-			}
-			cond := meta.FindStatusCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded)
-			if cond == nil || cond.Status != want || (reason != "" && cond.Reason != reason) {
-				return fmt.Sprintf("Degraded %+v, want %s %s", cond, want, reason)
-			}
-			if want == metav1.ConditionTrue && !strings.Contains(cond.Message, "Drinks are frozen") {
-				return "Degraded message does not say why: " + cond.Message
-			}
-			return ""
-		})
-	}
-	degraded(metav1.ConditionTrue, "StorageMigrationFailed")
+	waitDegraded(t, c, metav1.ConditionTrue, "StorageMigrationFailed", "Drinks are frozen")
 	if got := storedVersions(t, c); len(got) != 2 {
 		t.Errorf("storedVersions %v after a failed migration, want both versions kept", got)
 	}
+	// The rewrite itself goes through the status subresource, which the
+	// policy (like the webhooks) leaves alone: only the authored version,
+	// a metadata write, waits.
+	checkStored(t, etcdClient(t, env), 3, nil)
 	if err := c.Delete(ctx, freeze); err != nil {
 		t.Fatal(err)
 	}
 	waitStoredV1(t, c, 90*time.Second)
-	degraded(metav1.ConditionFalse, "")
+	waitDegraded(t, c, metav1.ConditionFalse, "")
 }
 
-// previousRelease leaves what the previous release would: n Drinks in ns
-// stored as v1alpha1 without an authored version (it had no webhooks),
-// then installs the current CRD storage version and webhooks again.
-func previousRelease(t *testing.T, env *envtest.Environment, c client.Client, ns string, n int) {
+// TestStorageMigrationFinishes: 2,002 Drinks stored as v1alpha1 by the
+// previous release, read in pages of 100. One is blank by today's rules
+// (legal before they existed): it is migrated all the same. An admission
+// policy refuses every write of another, status included: that one is
+// named in Degraded while all others are migrated, and storedVersions
+// keeps v1alpha1 until the policy goes, then is trimmed. An etcd compaction
+// between two pages expires the continue token (410): the listing starts
+// again and the migration still finishes.
+func TestStorageMigrationFinishes(t *testing.T) {
+	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	const ns, n = "shop", 2000
+	blank := drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-1500-blank"},
+		Spec: drinksv1alpha1.DrinkSpec{Name: "   ", Drink: "tea"}}
+	blocked := drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-0700-blocked"},
+		Spec: drinksv1alpha1.DrinkSpec{Name: "Blocked", Drink: "tea"}}
+	previousRelease(t, env, c, ns, n, blank, blocked)
+	if err := c.Create(ctx, &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}); err != nil {
+		t.Fatal(err)
+	}
+	const refusal = "this Drink is on hold"
+	hold := denyUpdates(t, c, "hold-one-drink", []string{"drinks", "drinks/status"},
+		fmt.Sprintf("object.metadata.namespace == '%s' && object.metadata.name == '%s'", ns, blocked.Name), refusal)
+	etcd := etcdClient(t, env)
+
+	var mu sync.Mutex
+	var pages []migrate.Page
+	tune := func(m *migrate.Migrator) {
+		m.PageSize = 100
+		m.Backoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 3, Cap: 2 * time.Second}
+		m.AfterPage = func(ctx context.Context, p migrate.Page) {
+			mu.Lock()
+			pages = append(pages, p)
+			mu.Unlock()
+			if p.Attempt == 1 && p.Listing == 1 && p.Number == 3 {
+				expireContinue(ctx, t, c, etcd, p.Continue)
+			}
+		}
+	}
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true, TuneMigration: tune}); err != nil {
+		t.Fatal(err)
+	}
+
+	wantMessage := []string{"1 of 2002 Drinks not rewritten", ns + "/" + blocked.Name, refusal}
+	waitDegraded(t, c, metav1.ConditionTrue, "StorageMigrationFailed", wantMessage...)
+	if got := storedVersions(t, c); len(got) != 2 {
+		t.Errorf("storedVersions %v while a Drink is still stored as v1alpha1, want both versions kept", got)
+	}
+	checkStored(t, etcd, n+2, map[string]string{ns + "/" + blocked.Name: "example.com/v1alpha1"})
+	checkRestarted(t, &mu, &pages)
+
+	if err := c.Delete(ctx, hold); err != nil {
+		t.Fatal(err)
+	}
+	waitStoredV1(t, c, 60*time.Second)
+	waitDegraded(t, c, metav1.ConditionFalse, "")
+	checkStored(t, etcd, n+2, nil)
+	for _, d := range []drinksv1alpha1.Drink{blank, blocked} {
+		got := &drinksv1.Drink{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&d), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.DisplayName != d.Spec.Name || got.Annotations[drinksv1.AuthoredVersionAnnotation] != "v1alpha1" {
+			t.Errorf("%s: displayName %q, authored version %q; want %q and v1alpha1",
+				d.Name, got.Spec.DisplayName, got.Annotations[drinksv1.AuthoredVersionAnnotation], d.Spec.Name)
+		}
+	}
+}
+
+// waitDegraded waits until the OperatorConfig's Degraded condition has
+// status want (and reason, when given) and its message holds every one of
+// words.
+func waitDegraded(t *testing.T, c client.Client, want metav1.ConditionStatus, reason string, words ...string) {
+	t.Helper()
+	testenv.Eventually(t, 90*time.Second, func() string {
+		oc := &operatorv1alpha1.OperatorConfig{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+			return err.Error()
+		}
+		cond := meta.FindStatusCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded)
+		if cond == nil || cond.Status != want || (reason != "" && cond.Reason != reason) {
+			return fmt.Sprintf("Degraded %+v, want %s %s", cond, want, reason)
+		}
+		for _, w := range words {
+			if !strings.Contains(cond.Message, w) {
+				return fmt.Sprintf("Degraded message %q does not say %q", cond.Message, w)
+			}
+		}
+		return ""
+	})
+}
+
+// checkRestarted: the migration's first run listed again from the start
+// right after the page whose continue token was expired, rather than
+// failing and waiting for the next attempt.
+func checkRestarted(t *testing.T, mu *sync.Mutex, pages *[]migrate.Page) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range *pages {
+		if p.Attempt != 1 || p.Listing != 1 || p.Number != 3 {
+			continue
+		}
+		if i+1 == len(*pages) {
+			t.Fatal("no page after the expired continue token")
+		}
+		next := (*pages)[i+1]
+		if next.Attempt != 1 || next.Listing != 2 || next.Number != 1 {
+			t.Errorf("after an expired continue token the migration went on with %+v, want attempt 1, listing 2, page 1", next)
+		}
+		return
+	}
+	t.Errorf("the migration never reached page 3 of its first listing: %d pages", len(*pages))
+}
+
+// expireContinue compacts etcd and waits until the API server answers the
+// continue token with 410 Gone, so that the migration's next page gets it.
+func expireContinue(ctx context.Context, t *testing.T, c client.Client, etcd *clientv3.Client, token string) {
+	if err := compactEtcd(ctx, etcd); err != nil {
+		t.Errorf("compacting etcd: %v", err)
+		return
+	}
+	// The watch cache serves continued lists from its snapshots until it
+	// learns of the compaction (it polls every 15 s).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := c.List(ctx, &drinksv1.DrinkList{}, client.Limit(1), client.Continue(token))
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("continue token not expired 60 s after the compaction: %v", err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// compactEtcd compacts etcd up to its current revision the way
+// kube-apiserver's own compactor does: the revision is first recorded under
+// compact_rev_key, which API servers watch to drop what their watch caches
+// hold from before it.
+func compactEtcd(ctx context.Context, etcd *clientv3.Client) error {
+	const key = "compact_rev_key"
+	got, err := etcd.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	var version int64
+	if len(got.Kvs) > 0 {
+		version = got.Kvs[0].Version
+	}
+	rev := got.Header.Revision
+	txn, err := etcd.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), "=", version)).
+		Then(clientv3.OpPut(key, strconv.FormatInt(rev, 10))).Commit()
+	if err != nil {
+		return err
+	}
+	if !txn.Succeeded {
+		return fmt.Errorf("%s changed meanwhile", key)
+	}
+	_, err = etcd.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	return err
+}
+
+// etcdClient connects to the test's etcd, to read what it stores.
+func etcdClient(t *testing.T, env *envtest.Environment) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{env.ControlPlane.Etcd.URL.String()}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// checkStored reads every Drink as etcd stores it: want of them, each in
+// example.com/v1 except those listed in except (namespace/name: version).
+func checkStored(t *testing.T, etcd *clientv3.Client, want int, except map[string]string) {
+	t.Helper()
+	const prefix = "/registry/example.com/drinks/"
+	resp, err := etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != want {
+		t.Errorf("%d Drinks in etcd, want %d", len(resp.Kvs), want)
+	}
+	var wrong []string
+	for _, kv := range resp.Kvs {
+		var stored struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := json.Unmarshal(kv.Value, &stored); err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+		name := strings.TrimPrefix(string(kv.Key), prefix)
+		wantVersion := "example.com/v1"
+		if v, ok := except[name]; ok {
+			wantVersion = v
+		}
+		if stored.APIVersion != wantVersion {
+			wrong = append(wrong, fmt.Sprintf("%s as %s", name, stored.APIVersion))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d Drinks stored in the wrong version, among them %v", len(wrong), wrong[:min(5, len(wrong))])
+	}
+}
+
+// previousRelease leaves what the previous release would: its namespace,
+// n Drinks in ns (and extra ones) stored as v1alpha1 without an authored version, under
+// its CRD (v1alpha1 the storage version, none of today's CEL rules) and
+// without webhooks; then it installs the current CRD and webhooks again.
+func previousRelease(t *testing.T, env *envtest.Environment, c client.Client, ns string, n int, extra ...drinksv1alpha1.Drink) {
 	t.Helper()
 	ctx := context.Background()
-	setStorage(t, c, "v1alpha1")
+	restore := installPreviousCRD(t, c)
 	for _, m := range env.WebhookInstallOptions.MutatingWebhooks {
 		if err := c.Delete(ctx, m); err != nil {
 			t.Fatal(err)
@@ -119,16 +326,18 @@ func previousRelease(t *testing.T, env *envtest.Environment, c client.Client, ns
 			t.Fatal(err)
 		}
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := c.Create(ctx, &drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("old-%d", i)},
-			Spec: drinksv1alpha1.DrinkSpec{Name: fmt.Sprintf("Old %d", i), Drink: "tea"}}); err != nil {
+	for _, name := range []string{operatorNS, ns} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	setStorage(t, c, "v1")
+	drinks := extra
+	for i := range n {
+		drinks = append(drinks, drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("old-%04d", i)},
+			Spec: drinksv1alpha1.DrinkSpec{Name: fmt.Sprintf("Old %d", i), Drink: "tea"}})
+	}
+	createAll(t, c, drinks)
+	restore()
 	for _, m := range env.WebhookInstallOptions.MutatingWebhooks {
 		m.ResourceVersion = ""
 		if err := c.Create(ctx, m); err != nil {
@@ -146,38 +355,107 @@ func previousRelease(t *testing.T, env *envtest.Environment, c client.Client, ns
 	}
 }
 
+// installPreviousCRD makes the Drink CRD what the previous release
+// installed: v1alpha1 stored, its fields plain required strings. The
+// returned func installs today's CRD again.
+func installPreviousCRD(t *testing.T, c client.Client) (restore func()) {
+	t.Helper()
+	var today *apiextensionsv1.JSONSchemaProps
+	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i, v := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = v.Name == "v1alpha1"
+			if v.Name != "v1alpha1" {
+				continue
+			}
+			today = v.Schema.OpenAPIV3Schema.DeepCopy()
+			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			for _, f := range []string{"name", "drink"} {
+				spec.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+			}
+			spec.XValidations = nil
+			v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}
+	})
+	return func() {
+		updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			for i, v := range crd.Spec.Versions {
+				crd.Spec.Versions[i].Storage = v.Name == "v1"
+				if v.Name == "v1alpha1" {
+					crd.Spec.Versions[i].Schema.OpenAPIV3Schema = today.DeepCopy()
+				}
+			}
+		})
+	}
+}
+
+// createAll creates the Drinks, several at a time.
+func createAll(t *testing.T, c client.Client, drinks []drinksv1alpha1.Drink) {
+	t.Helper()
+	todo := make(chan *drinksv1alpha1.Drink)
+	errs := make(chan error, len(drinks))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for d := range todo {
+				errs <- c.Create(context.Background(), d)
+			}
+		})
+	}
+	for i := range drinks {
+		todo <- &drinks[i]
+	}
+	close(todo)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // freezeDrinks installs a ValidatingAdmissionPolicy that denies every
-// update of a Drink, and waits until the API server enforces it. Deleting
-// the returned binding lifts it.
+// update of a Drink (not of its status), and waits until the API server
+// enforces it. Deleting the returned binding lifts it.
 func freezeDrinks(t *testing.T, c client.Client) client.Object {
+	t.Helper()
+	return denyUpdates(t, c, "freeze-drinks", []string{"drinks"}, "true", "Drinks are frozen")
+}
+
+// denyUpdates installs a ValidatingAdmissionPolicy named name that denies,
+// with message, every update of the Drink resources (for example
+// "drinks/status") whose object meets the CEL condition, and waits until
+// the API server enforces it. Deleting the returned binding lifts it.
+func denyUpdates(t *testing.T, c client.Client, name string, resources []string, condition, message string) client.Object {
 	t.Helper()
 	ctx := context.Background()
 	// Policies load asynchronously. A Drink cannot probe that (any write
 	// of one needs the conversion webhook, which runs only with the
-	// manager), so the same policy also freezes one ConfigMap, the probe.
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "freeze-probe"}}
+	// manager), so the same policy also refuses one ConfigMap, the probe.
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-probe"}}
 	if err := c.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	update := admissionregistrationv1.Update
+	update := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "freeze-drinks"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: new(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
-				{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"*"}, Resources: []string{"drinks"}}}},
-				{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{update},
+				{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: update,
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"*"}, Resources: resources}}},
+				{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: update,
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
 			}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "drinks-or-probe", Expression: "request.resource.resource == 'drinks' || object.metadata.name == 'freeze-probe'",
+				Name:       "drinks-or-probe",
+				Expression: fmt.Sprintf("request.resource.resource == 'drinks' ? (%s) : object.metadata.name == '%s'", condition, probe.Name),
 			}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "Drinks are frozen"}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: message}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "freeze-drinks"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
@@ -192,7 +470,7 @@ func freezeDrinks(t *testing.T, c client.Client) client.Object {
 			return err.Error()
 		}
 		probe.Data = map[string]string{"at": time.Now().Format("150405.000000")}
-		if err := c.Update(ctx, probe); err == nil || !strings.Contains(err.Error(), "Drinks are frozen") {
+		if err := c.Update(ctx, probe); err == nil || !strings.Contains(err.Error(), message) {
 			return fmt.Sprintf("update not refused yet: %v", err)
 		}
 		return ""
@@ -217,15 +495,6 @@ func storedVersions(t *testing.T, c client.Client) []string {
 		t.Fatal(err)
 	}
 	return crd.Status.StoredVersions
-}
-
-func setStorage(t *testing.T, c client.Client, version string) {
-	t.Helper()
-	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
-		}
-	})
 }
 
 func breakConversion(t *testing.T, c client.Client) {

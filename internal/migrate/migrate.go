@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -28,7 +29,16 @@ const DrinkCRD = "drinks.example.com"
 // written in it.
 const LegacyVersion = "v1alpha1"
 
-// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=list;update
+// maxListings bounds how often one run starts its listing again after an
+// expired continue token; past it the run fails and the back-off retries.
+const maxListings = 5
+
+// DefaultBackoff spaces the attempts of a failing migration: from 2 s,
+// doubling, at most 5 minutes apart, for as long as the leader runs.
+var DefaultBackoff = wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 5 * time.Minute}
+
+// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;patch
+// +kubebuilder:rbac:groups=example.com,resources=drinks/status,verbs=patch
 
 // Migrator rewrites every Drink in the storage version once, at start-up of
 // the leader.
@@ -38,11 +48,32 @@ type Migrator struct {
 	Client   client.Client
 	Log      logr.Logger
 	PageSize int64
+	// Workers is how many Drinks are rewritten at once; 0 means 4.
+	Workers int
 	// Status receives the outcome, for the OperatorConfig's conditions.
 	Status *Status
 	// Notify, when set, receives an event for the OperatorConfig after
 	// each attempt, so that its status reports the outcome.
 	Notify chan<- event.GenericEvent
+	// Backoff spaces failed attempts; its Steps only limit how often the
+	// delay grows, never how often it retries. Zero uses DefaultBackoff.
+	Backoff wait.Backoff
+	// Clock measures the back-off; nil uses the real clock.
+	Clock clock.Clock
+	// AfterPage, when set, is called after each page is rewritten and
+	// before the next is listed (tests force an etcd compaction there).
+	AfterPage func(context.Context, Page)
+}
+
+// Page tells where a migration stands after a page.
+type Page struct {
+	// Attempt counts the runs since Start, Listing the listings of this
+	// run (a new one begins after an expired continue token), Number the
+	// pages of this listing; all from 1.
+	Attempt, Listing, Number int
+	// Continue is the token the next page is listed with ("" after the
+	// last page).
+	Continue string
 }
 
 // Status is the outcome of the last migration, safe for concurrent use.
@@ -69,36 +100,49 @@ func (s *Status) Get() (ran bool, err error) {
 // NeedLeaderElection returns true: only the leader rewrites objects.
 func (m *Migrator) NeedLeaderElection() bool { return true }
 
-// Start runs the migration, retrying with backoff until it succeeds or the
-// manager stops. A failure never stops the manager: it is logged and
-// reported through Status.
+// Start runs the migration until it succeeds or the manager stops,
+// retrying with a capped back-off. A failure never stops the manager: it
+// is logged and reported through Status after every attempt.
 func (m *Migrator) Start(ctx context.Context) error {
-	backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Steps: 8, Cap: 5 * time.Minute}
-	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		err := m.Run(ctx)
-		if m.Status != nil {
-			m.Status.Set(err)
+	attempt := 0
+	retryUntilDone(ctx, m.clock(), m.backoff().DelayFunc(), func(ctx context.Context) error {
+		attempt++
+		err := m.run(ctx, attempt)
+		if ctx.Err() != nil {
+			return err // stopping: this outcome says nothing about the cluster
 		}
-		if m.Notify != nil {
-			select {
-			case m.Notify <- event.GenericEvent{Object: &operatorv1alpha1.OperatorConfig{
-				ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}}:
-			case <-ctx.Done():
-			}
-		}
+		m.report(ctx, err)
 		if err != nil {
-			m.Log.Error(err, "storage migration failed; will retry")
-			return false, nil
+			m.Log.Error(err, "storage migration failed; will retry", "attempt", attempt)
 		}
-		return true, nil
+		return err
 	})
 	return nil
 }
 
+// report records the outcome and tells the OperatorConfig reconciler.
+func (m *Migrator) report(ctx context.Context, err error) {
+	if m.Status != nil {
+		m.Status.Set(err)
+	}
+	if m.Notify == nil {
+		return
+	}
+	select {
+	case m.Notify <- event.GenericEvent{Object: &operatorv1alpha1.OperatorConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}}:
+	case <-ctx.Done():
+	}
+}
+
 // Run migrates once: when storedVersions holds more than the storage
-// version, every Drink is rewritten (page by page) and storedVersions is
-// trimmed to the storage version. It is idempotent.
-func (m *Migrator) Run(ctx context.Context) error {
+// version, every Drink is rewritten (page by page) and, only when all were,
+// storedVersions is trimmed to the storage version. It is idempotent. A
+// Drink that cannot be rewritten does not stop the others: the error lists
+// the failures (an *Error).
+func (m *Migrator) Run(ctx context.Context) error { return m.run(ctx, 1) }
+
+func (m *Migrator) run(ctx context.Context, attempt int) error {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: DrinkCRD}, crd); err != nil {
 		return fmt.Errorf("reading CRD %s: %w", DrinkCRD, err)
@@ -109,66 +153,110 @@ func (m *Migrator) Run(ctx context.Context) error {
 		m.Log.V(1).Info("storage migration not needed", "storedVersions", stored)
 		return nil
 	}
-	m.Log.Info("storage migration started", "from", stored, "to", storage)
+	m.Log.Info("storage migration started", "from", stored, "to", storage, "attempt", attempt)
 	legacy := slices.Contains(stored, LegacyVersion)
-	migrated, pages := 0, 0
+	total, err := m.rewriteAll(ctx, attempt, legacy)
+	if err != nil {
+		return err
+	}
+	if err := m.trim(ctx, storage); err != nil {
+		return err
+	}
+	m.Log.Info("storage migration done", "migrated", total, "storedVersions", []string{storage})
+	return nil
+}
+
+// rewriteAll rewrites every Drink in one complete listing and returns how
+// many it saw. An expired continue token (410 Gone, after an etcd
+// compaction) starts the listing again from the start: rewrites are
+// idempotent and cost no write for a Drink already stored as the storage
+// version, and only a complete listing proves that none was missed.
+func (m *Migrator) rewriteAll(ctx context.Context, attempt int, legacy bool) (int, error) {
+	for listing := 1; ; listing++ {
+		total, err := m.rewriteListing(ctx, Page{Attempt: attempt, Listing: listing}, legacy)
+		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			return total, err
+		}
+		if listing == maxListings {
+			return total, fmt.Errorf("listing Drinks: %d listings in a row expired before they ended: %w", listing, err)
+		}
+		m.Log.Info("storage migration listing expired; listing again from the start", "listing", listing, "reason", err.Error())
+	}
+}
+
+// rewriteListing lists the Drinks page by page from the start and rewrites
+// each one. It returns the listing's error as is, so that the caller can
+// tell an expired token, or an *Error naming every Drink it could not
+// rewrite.
+func (m *Migrator) rewriteListing(ctx context.Context, at Page, legacy bool) (int, error) {
+	failed := &Error{}
 	list := &drinksv1.DrinkList{}
 	for {
 		if err := m.Client.List(ctx, list, client.Limit(m.pageSize()), client.Continue(list.Continue)); err != nil {
-			return fmt.Errorf("listing Drinks (page %d): %w", pages+1, err)
+			return failed.Total, fmt.Errorf("listing Drinks (page %d): %w", at.Number+1, err)
 		}
-		pages++
-		for i := range list.Items {
-			if err := m.rewrite(ctx, &list.Items[i], legacy); err != nil {
-				return err
-			}
-			migrated++
+		at.Number++
+		failed.Failures = append(failed.Failures, m.rewritePage(ctx, list.Items, legacy)...)
+		failed.Total += len(list.Items)
+		if err := ctx.Err(); err != nil {
+			return failed.Total, err
 		}
-		m.Log.Info("storage migration progress", "migrated", migrated, "pages", pages)
+		m.Log.Info("storage migration progress", "seen", failed.Total, "failed", len(failed.Failures),
+			"page", at.Number, "listing", at.Listing, "attempt", at.Attempt)
+		at.Continue = list.Continue
+		if m.AfterPage != nil {
+			m.AfterPage(ctx, at)
+		}
 		if list.Continue == "" {
 			break
 		}
 	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	if len(failed.Failures) > 0 {
+		return failed.Total, failed
+	}
+	return failed.Total, nil
+}
+
+// rewritePage rewrites the Drinks of one page, a few at a time (each
+// rewrite waits mostly on the API server and its webhooks), and returns
+// those that failed, in page order.
+func (m *Migrator) rewritePage(ctx context.Context, items []drinksv1.Drink, legacy bool) []Failure {
+	errs := make([]error, len(items))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range m.workers() {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = m.rewrite(ctx, &items[i], legacy)
+			}
+		})
+	}
+	for i := range items {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var failed []Failure
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, Failure{Namespace: items[i].Namespace, Name: items[i].Name, Err: err})
+		}
+	}
+	return failed
+}
+
+// trim sets status.storedVersions to the storage version alone.
+func (m *Migrator) trim(ctx context.Context, storage string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := m.Client.Get(ctx, client.ObjectKey{Name: DrinkCRD}, crd); err != nil {
 			return err
 		}
 		crd.Status.StoredVersions = []string{storage}
 		return m.Client.Status().Update(ctx, crd)
-	}); err != nil {
-		return fmt.Errorf("trimming status.storedVersions of %s: %w", DrinkCRD, err)
-	}
-	m.Log.Info("storage migration done", "migrated", migrated, "storedVersions", []string{storage})
-	return nil
-}
-
-// rewrite writes a Drink back unchanged, which makes the API server store
-// it in the storage version. A Drink from before versions were recorded
-// gets its authored version, known from the stored versions, in the same
-// write.
-func (m *Migrator) rewrite(ctx context.Context, d *drinksv1.Drink, legacy bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if _, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]; !ok && legacy {
-			if d.Annotations == nil {
-				d.Annotations = map[string]string{}
-			}
-			d.Annotations[drinksv1.AuthoredVersionAnnotation] = LegacyVersion
-		}
-		err := m.Client.Update(ctx, d, client.FieldOwner("myoperator-storage-migration"))
-		if apierrors.IsConflict(err) {
-			// Someone else wrote it meanwhile (in the storage version, then);
-			// read it again and write it back anyway, cheaply.
-			if gerr := m.Client.Get(ctx, client.ObjectKeyFromObject(d), d); gerr != nil {
-				return gerr
-			}
-		}
-		return err
 	})
-	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile: nothing left to migrate
-	}
 	if err != nil {
-		return fmt.Errorf("rewriting Drink %s/%s: %w", d.Namespace, d.Name, err)
+		return fmt.Errorf("trimming status.storedVersions of %s: %w", DrinkCRD, err)
 	}
 	return nil
 }
@@ -180,6 +268,27 @@ func (m *Migrator) pageSize() int64 {
 	return 500
 }
 
+func (m *Migrator) workers() int {
+	if m.Workers > 0 {
+		return m.Workers
+	}
+	return 4
+}
+
+func (m *Migrator) backoff() wait.Backoff {
+	if m.Backoff == (wait.Backoff{}) {
+		return DefaultBackoff
+	}
+	return m.Backoff
+}
+
+func (m *Migrator) clock() clock.Clock {
+	if m.Clock == nil {
+		return clock.RealClock{}
+	}
+	return m.Clock
+}
+
 func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
@@ -188,3 +297,4 @@ func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	}
 	return ""
 }
+
