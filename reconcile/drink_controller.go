@@ -24,8 +24,12 @@ const FieldOwner = "myoperator"
 // into a ConfigMap of the same name in its namespace, in the layout of its
 // authored version.
 type DrinkReconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold: the cache keeps only
+	// ConfigMaps labelled as the operator's, and on a miss one read tells
+	// a free name from one taken by someone else's ConfigMap.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Namespace is the operator's namespace (for resolving OperatorConfig).
 	Namespace string
 }
@@ -67,11 +71,20 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkStalled(d, unknown)
 		return ctrl.Result{}, nil // nothing to retry until the Drink changes
 	}
-	changed, err := r.applyConfigMap(ctx, d, data)
+	changed, err := r.ensureConfigMap(ctx, d, data)
+	var conflict *ConflictError
+	if errors.As(err, &conflict) {
+		setDrinkConflict(d, conflict)
+		if readyChanged(read.Status.Conditions, d.Status.Conditions) {
+			r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, conflict.Reason(), "CreateConfigMap", "%s", conflict.Error())
+		}
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+	}
 	if err != nil {
 		setDrinkApplyFailed(d, err)
 		return ctrl.Result{}, err
 	}
+	d.Status.ConfigMapName = d.Name
 	// Events mark what the user did not ask for: a ConfigMap restored after
 	// someone deleted it, or corrected after someone changed it. The first
 	// render of a new Drink is reported by its Ready condition alone, so a

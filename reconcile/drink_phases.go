@@ -2,12 +2,15 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -28,54 +31,134 @@ const (
 
 // Event reasons of the Drink reconciler.
 const (
-	// ReasonConfigMapRestored: the ConfigMap was missing (or not the
-	// operator's yet) and was written.
+	// ReasonConfigMapRestored: the ConfigMap was missing and was created.
 	ReasonConfigMapRestored = "ConfigMapRestored"
 	// ReasonConfigMapCorrected: the ConfigMap differed from the Drink (an
 	// edit by someone else, or a new layout) and was corrected.
 	ReasonConfigMapCorrected = "ConfigMapCorrected"
+	// ReasonConfigMapAdopted: a ConfigMap that the previous release made
+	// for this Drink (its owner references name the Drink's UID, it carries
+	// none of the operator's labels) was taken over in place.
+	ReasonConfigMapAdopted = "ConfigMapAdopted"
 )
 
-// applyConfigMap makes the Drink's ConfigMap hold data, owned by the Drink,
-// with server-side apply: only the keys the operator owns are written and
-// reclaimed, keys others add are left alone, and a layout change removes the
-// keys of the old layout. Nothing is sent when the cached ConfigMap already
-// matches. It returns the event reason of a write, or "" for none.
-func (r *DrinkReconciler) applyConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
-	current := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, current)
+// ensureConfigMap makes the Drink's ConfigMap hold data. It creates the
+// ConfigMap when the name is free and otherwise writes only to one the
+// Drink controls, or to the previous release's ConfigMap of this Drink,
+// which it adopts in place. Any other object under the name is a
+// *ConflictError and stays as it is. Nothing is sent, and nothing read
+// beyond the cache, when the cached ConfigMap already matches. It returns
+// the event reason of a write, or "" for none.
+func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
+	live := &corev1.ConfigMap{}
+	found, err := readOperand(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
 	switch {
-	case apierrors.IsNotFound(err):
-		// Not in the cache: absent, or not labelled yet (for example left by
-		// the previous release); applying creates or adopts it in place.
-		current = nil
 	case err != nil:
 		return "", err
-	}
-	d.Status.ConfigMapName = d.Name
-	if current != nil && configMapMatches(current, d, data) {
+	case !found:
+		return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
+	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
+		return "", conflictWith("ConfigMap", "Drink", live)
+	case configMapMatches(live, d, data):
 		return "", nil
 	}
-	owner := metav1ac.OwnerReference().
-		WithAPIVersion(drinksv1.GroupVersion.String()).WithKind("Drink").
-		WithName(d.Name).WithUID(d.UID).WithController(true).WithBlockOwnerDeletion(true)
-	cm := corev1ac.ConfigMap(d.Name, d.Namespace).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name}).
-		WithAnnotations(map[string]string{LayoutAnnotation: AuthoredVersion(d)}).
-		WithOwnerReferences(owner).
-		WithData(data)
-	if err := r.Client.Apply(ctx, cm, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return "", err
+	reason := ReasonConfigMapCorrected
+	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
+		reason = ReasonConfigMapAdopted
 	}
-	if current == nil {
-		return ReasonConfigMapRestored, nil
+	return reason, r.patchConfigMap(ctx, live, d, data)
+}
+
+// createConfigMap creates the ConfigMap. A create, not an apply: should an
+// object of that name appear meanwhile, the create fails instead of
+// merging into someone else's object, and the name is reported taken.
+func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name,
+			Labels:          map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name},
+			Annotations:     map[string]string{LayoutAnnotation: AuthoredVersion(d)},
+			OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)}},
+		Data: data,
 	}
-	return ReasonConfigMapCorrected, nil
+	err := r.Client.Create(ctx, cm, client.FieldOwner(FieldOwner))
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Someone else's object won the race: name it, as a conflict.
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		return err
+	}
+	return conflictWith("ConfigMap", "Drink", cm)
+}
+
+// patchConfigMap corrects a ConfigMap the Drink controls or adopts: it
+// sets the keys of the Drink's layout, removes the keys of the layout the
+// ConfigMap was in before when the layout changed, and makes the Drink its
+// labelled controller. Keys others add are left alone. The patch carries
+// the resourceVersion it was computed from, so it fails rather than write
+// to an object that changed (or was replaced) since it was read.
+func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) error {
+	want := live.DeepCopy()
+	for _, k := range staleKeys(live, d) {
+		delete(want.Data, k)
+	}
+	if want.Data == nil {
+		want.Data = map[string]string{}
+	}
+	maps.Copy(want.Data, data)
+	metav1.SetMetaDataLabel(&want.ObjectMeta, ManagedByLabel, ManagedByValue)
+	metav1.SetMetaDataLabel(&want.ObjectMeta, DrinkLabel, d.Name)
+	metav1.SetMetaDataAnnotation(&want.ObjectMeta, LayoutAnnotation, AuthoredVersion(d))
+	want.OwnerReferences = asController(live.OwnerReferences, drinkOwnerRef(d))
+	return r.Client.Patch(ctx, want, client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
+}
+
+// staleKeys are the keys of the layout the ConfigMap was written in that
+// the Drink's current layout does not have.
+func staleKeys(cm *corev1.ConfigMap, d *drinksv1.Drink) []string {
+	old := cm.Annotations[LayoutAnnotation]
+	if old == AuthoredVersion(d) {
+		return nil
+	}
+	current := layoutKeys(AuthoredVersion(d))
+	var stale []string
+	for _, k := range layoutKeys(old) {
+		if !slices.Contains(current, k) {
+			stale = append(stale, k)
+		}
+	}
+	return stale
+}
+
+func drinkOwnerRef(d *drinksv1.Drink) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: drinksv1.GroupVersion.String(), Kind: "Drink", Name: d.Name, UID: d.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// namesOwner reports whether obj has no controller and an owner reference
+// with uid: what the previous release left, the one case of adoption.
+func namesOwner(obj client.Object, uid types.UID) bool {
+	if metav1.GetControllerOf(obj) != nil {
+		return false
+	}
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == uid })
+}
+
+// asController returns refs with ref as the controller reference: it
+// replaces the reference with ref's UID, or is appended.
+func asController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
+	out := slices.Clone(refs)
+	if i := slices.IndexFunc(out, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }); i >= 0 {
+		out[i] = ref
+		return out
+	}
+	return append(out, ref)
 }
 
 // configMapMatches reports whether the ConfigMap already is what the Drink
 // wants: its data keys hold the wanted values, it is in the wanted layout
-// and labelled, and the Drink is its controller.
+// and labelled, and the Drink is its controller, referenced as it would
+// write the reference.
 func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) bool {
 	for k, v := range data {
 		if got, ok := cm.Data[k]; !ok || got != v {
@@ -86,6 +169,5 @@ func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]s
 		cm.Labels[ManagedByLabel] != ManagedByValue {
 		return false
 	}
-	ref := metav1.GetControllerOf(cm)
-	return ref != nil && ref.UID == d.UID
+	return apiequality.Semantic.DeepEqual(cm.OwnerReferences, asController(cm.OwnerReferences, drinkOwnerRef(d)))
 }

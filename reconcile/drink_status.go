@@ -46,6 +46,15 @@ func setDrinkStalled(d *drinksv1.Drink, err error) {
 	setCondition(&d.Status.Conditions, d.Generation, ConditionStalled, metav1.ConditionTrue, ReasonUnknownAuthoredVersion, err.Error())
 }
 
+// setDrinkConflict: the ConfigMap name is taken by an object the Drink
+// does not control. Only someone else can free it (kstatus Stalled); the
+// reconciler rechecks until then.
+func setDrinkConflict(d *drinksv1.Drink, c *ConflictError) {
+	d.Status.ObservedGeneration = d.Generation
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, c.Reason(), c.Error())
+	setCondition(&d.Status.Conditions, d.Generation, ConditionStalled, metav1.ConditionTrue, c.Reason(), c.Error())
+}
+
 // setDrinkApplyFailed: writing the ConfigMap failed; the reconcile is
 // retried with backoff. The generation is not observed yet.
 func setDrinkApplyFailed(d *drinksv1.Drink, err error) {
@@ -54,6 +63,7 @@ func setDrinkApplyFailed(d *drinksv1.Drink, err error) {
 	}
 	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed,
 		"writing ConfigMap "+d.Name+" failed; retrying: "+err.Error())
+	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
 }
 
 // setCondition sets a condition; its transition time changes only when its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,10 +208,13 @@ func TestConfigMapOwnedRestoredCorrected(t *testing.T) {
 	// has none (its Ready condition says it): had it one, the recorder
 	// would have folded the restore into that older event.
 	testenv.Eventually(t, 10*time.Second, func() string {
-		events := drinkEvents(t, key)
+		var events []eventsv1.Event
 		var reasons []string
-		for _, e := range events {
-			reasons = append(reasons, e.Reason)
+		for _, e := range drinkEvents(t, key) {
+			if strings.HasPrefix(e.Reason, "ConfigMap") { // not, say, ConfigMissing
+				events = append(events, e)
+				reasons = append(reasons, e.Reason)
+			}
 		}
 		slices.Sort(reasons)
 		if want := []string{reconcile.ReasonConfigMapCorrected, reconcile.ReasonConfigMapRestored}; !slices.Equal(reasons, want) {

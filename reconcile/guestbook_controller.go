@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,36 +62,52 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	ns := cfg.GuestbookNamespace
 	if err := r.ensureNamespace(ctx, ns); err != nil {
-		setGuestbookFailed(g, "NamespaceFailed", err)
-		return ctrl.Result{}, err
+		return r.failed(g, read, "NamespaceFailed", err)
 	}
 	if err := r.ensureConfigMap(ctx, g, ns); err != nil {
-		setGuestbookFailed(g, "ConfigMapFailed", err)
-		return ctrl.Result{}, err
+		return r.failed(g, read, "ConfigMapFailed", err)
 	}
-	if err := r.applyStatefulSet(ctx, g, ns, cfg.GuestbookImage); err != nil {
-		setGuestbookFailed(g, "StatefulSetFailed", err)
-		return ctrl.Result{}, err
-	}
-	if err := r.applyService(ctx, g, ns); err != nil {
-		setGuestbookFailed(g, "ServiceFailed", err)
-		return ctrl.Result{}, err
-	}
-	if err := r.removeStaleOperands(ctx, g, ns); err != nil {
-		setGuestbookFailed(g, "CleanupFailed", err)
-		return ctrl.Result{}, err
-	}
-	roles, err := r.assignRoles(ctx, g, ns)
+	sts, err := r.ensureStatefulSet(ctx, g, ns, cfg.GuestbookImage)
 	if err != nil {
-		setGuestbookFailed(g, "RoleAssignmentFailed", err)
-		return ctrl.Result{}, err
+		return r.failed(g, read, "StatefulSetFailed", err)
+	}
+	if err := r.ensureService(ctx, g, ns); err != nil {
+		return r.failed(g, read, "ServiceFailed", err)
+	}
+	roles, err := r.assignRoles(ctx, g, sts)
+	if err != nil {
+		return r.failed(g, read, "RoleAssignmentFailed", err)
 	}
 	if roles.failedOver() {
 		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "Failover", "Promote",
 			"pod %s promoted to active: %s", roles.active, roles.reason)
 	}
 	setGuestbookRoles(g, roles)
+	// After a move of the operand namespace, the old operands go only once
+	// the new ones are Ready.
+	if roles.complete(g.Spec.Size) {
+		if err := r.removeStaleOperands(ctx, g, ns); err != nil {
+			return r.failed(g, read, "CleanupFailed", err)
+		}
+	}
 	return ctrl.Result{}, nil
+}
+
+// failed reports an operand the reconcile could not converge. A name taken
+// by someone else's object is a conflict: Ready=False naming it, an event
+// when that is new, and a recheck soon, since the object's deletion wakes
+// no watch. Any other error is retried with backoff.
+func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string, err error) (ctrl.Result, error) {
+	var conflict *ConflictError
+	if errors.As(err, &conflict) {
+		setGuestbookConflict(g, conflict)
+		if readyChanged(read.Status.Conditions, g.Status.Conditions) {
+			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, conflict.Reason(), "Create"+conflict.Kind, "%s", conflict.Error())
+		}
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+	}
+	setGuestbookFailed(g, reason, err)
+	return ctrl.Result{}, err
 }
 
 // SetupWithManager registers the reconciler. The Guestbook is

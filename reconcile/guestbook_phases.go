@@ -2,9 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -30,9 +27,6 @@ const (
 	NameLabel        = "app.kubernetes.io/name"
 	InstanceLabel    = "app.kubernetes.io/instance"
 	GuestbookAppName = "guestbook"
-	// SpecHashAnnotation records a hash of what the operator last applied,
-	// so that an unchanged operand costs no write.
-	SpecHashAnnotation = "webapp.my.domain/applied-hash"
 	// PodSecurityEnforce is the Pod Security label of the operand namespace.
 	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 )
@@ -100,13 +94,16 @@ func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.G
 	return nil
 }
 
-// applyStatefulSet applies the Guestbook's StatefulSet when what the
-// operator wants differs from what it last applied.
-func (r *GuestbookReconciler) applyStatefulSet(ctx context.Context, g *webappv1.Guestbook, ns, image string) error {
+// statefulSetFor is the StatefulSet the operator wants for the Guestbook.
+// Every field it sets is one the operator owns and restores when another
+// writer changes it. Ports name their protocol, the default, because it is
+// part of their list key: what the operator owns then reads back as it
+// wrote it.
+func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulSetApplyConfiguration {
 	labels := guestbookLabels(g)
 	selector := map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name}
 	container := corev1ac.Container().WithName("guestbook").WithImage(image).
-		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080)).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/guestbook").WithReadOnly(true)).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}).
@@ -125,37 +122,36 @@ func (r *GuestbookReconciler) applyStatefulSet(ctx context.Context, g *webappv1.
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 		WithPodManagementPolicy(appsv1.ParallelPodManagement).
 		WithTemplate(pod)
-	sts := appsv1ac.StatefulSet(g.Name, ns).WithLabels(labels).WithOwnerReferences(guestbookOwner(g)).WithSpec(spec)
-	return r.applyIfChanged(ctx, &appsv1.StatefulSet{}, g.Name, ns, sts, func(h string) { sts.WithAnnotations(map[string]string{SpecHashAnnotation: h}) })
+	return appsv1ac.StatefulSet(g.Name, ns).WithLabels(labels).WithOwnerReferences(guestbookOwner(g)).WithSpec(spec)
 }
 
-// applyService applies the Service that selects only the active pod.
-func (r *GuestbookReconciler) applyService(ctx context.Context, g *webappv1.Guestbook, ns string) error {
-	svc := corev1ac.Service(g.Name, ns).WithLabels(guestbookLabels(g)).WithOwnerReferences(guestbookOwner(g)).
+// serviceFor is the Service that selects only the active pod.
+func serviceFor(g *webappv1.Guestbook, ns string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(g.Name, ns).WithLabels(guestbookLabels(g)).WithOwnerReferences(guestbookOwner(g)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithSelector(map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name, webappv1.RoleLabel: webappv1.RoleActive}).
-			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80).WithTargetPort(intstr.FromString("http"))))
-	return r.applyIfChanged(ctx, &corev1.Service{}, g.Name, ns, svc, func(h string) { svc.WithAnnotations(map[string]string{SpecHashAnnotation: h}) })
+			WithPorts(corev1ac.ServicePort().WithName("http").WithProtocol(corev1.ProtocolTCP).WithPort(80).
+				WithTargetPort(intstr.FromString("http"))))
 }
 
-// applyIfChanged server-side applies ac unless the live object (read into
-// live) carries the hash of exactly this apply configuration.
-func (r *GuestbookReconciler) applyIfChanged(ctx context.Context, live client.Object, name, ns string, ac runtime.ApplyConfiguration, setHash func(string)) error {
-	raw, err := json.Marshal(ac)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(raw)
-	hash := hex.EncodeToString(sum[:8])
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
-	if err == nil && live.GetAnnotations()[SpecHashAnnotation] == hash {
-		return nil
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	setHash(hash)
-	return r.Client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership)
+// ensureStatefulSet converges the Guestbook's StatefulSet and returns it.
+func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1.Guestbook, ns, image string) (*appsv1.StatefulSet, error) {
+	live, desired := &appsv1.StatefulSet{}, statefulSetFor(g, ns, image)
+	return live, r.ensureOperand(ctx, g, operand{
+		kind: "StatefulSet", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
+		owned: func() (any, error) { return appsv1ac.ExtractStatefulSet(live, FieldOwner) },
+		guard: func(uid types.UID) { desired.WithUID(uid) },
+	})
+}
+
+// ensureService converges the Guestbook's Service.
+func (r *GuestbookReconciler) ensureService(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+	live, desired := &corev1.Service{}, serviceFor(g, ns)
+	return r.ensureOperand(ctx, g, operand{
+		kind: "Service", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
+		owned: func() (any, error) { return corev1ac.ExtractService(live, FieldOwner) },
+		guard: func(uid types.UID) { desired.WithUID(uid) },
+	})
 }
 
 // roles is the outcome of a role assignment.
@@ -166,6 +162,12 @@ type roles struct {
 	reason           string
 }
 
+// complete reports whether the application runs as the Guestbook asks:
+// one pod active and every pod Ready.
+func (r roles) complete(size int32) bool {
+	return r.active != "" && int32(r.ready) >= size
+}
+
 // failedOver reports whether another pod took over from an active one.
 func (r roles) failedOver() bool {
 	return r.previous != "" && r.active != "" && r.active != r.previous
@@ -174,13 +176,16 @@ func (r roles) failedOver() bool {
 // assignRoles labels exactly one Ready pod active and the others standby.
 // When the active pod is gone or not Ready, it is demoted before a Ready
 // standby is promoted, so two pods never carry the active label at once.
-func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guestbook, ns string) (roles, error) {
+// Only pods the Guestbook's StatefulSet controls take part: labels can be
+// copied by anyone, so a pod that only carries them is never promoted,
+// labelled or counted.
+func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guestbook, sts *appsv1.StatefulSet) (roles, error) {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(ns),
+	if err := r.Client.List(ctx, pods, client.InNamespace(sts.Namespace),
 		client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name}); err != nil {
 		return roles{}, err
 	}
-	items := pods.Items
+	items := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !controlledBy(&p, sts.UID) })
 	slices.SortFunc(items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	out := roles{previous: g.Status.Active}
 	keep := ""
@@ -264,7 +269,8 @@ func podReady(p *corev1.Pod) bool {
 
 // removeStaleOperands deletes what the operator created for the Guestbook in
 // another namespace, after guestbook.namespace changed: the operands move,
-// they are not left running twice.
+// they are not left running twice. It runs once the operands in the new
+// namespace are Ready, so the application never stops on a move.
 func (r *GuestbookReconciler) removeStaleOperands(ctx context.Context, g *webappv1.Guestbook, ns string) error {
 	mine := client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name, ManagedByLabel: ManagedByValue}
 	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}}

@@ -20,12 +20,13 @@ func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
 	g.Status.ObservedGeneration = g.Generation
 	g.Status.Active = r.active
 	g.Status.Standby = r.standby
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
 	switch {
 	case r.active == "":
 		msg := fmt.Sprintf("no Ready pod to make active (%d of %d pods Ready)", r.ready, g.Spec.Size)
 		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "NoActivePod", msg)
 		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
-	case int32(r.ready) < g.Spec.Size:
+	case !r.complete(g.Spec.Size):
 		msg := fmt.Sprintf("pod %s is active; %d of %d pods Ready", r.active, r.ready, g.Spec.Size)
 		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "PodsNotReady", msg)
 		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
@@ -42,6 +43,17 @@ func setGuestbookUnmanaged(g *webappv1.Guestbook) {
 	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonUnmanaged,
 		"OperatorConfig cluster has managementState Unmanaged: the operator leaves this Guestbook's operands alone; set Managed to resume")
 	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
+}
+
+// setGuestbookConflict: an operand's name is taken by an object the
+// Guestbook does not control. Only someone else can free it (kstatus
+// Stalled); the reconciler rechecks until then.
+func setGuestbookConflict(g *webappv1.Guestbook, c *ConflictError) {
+	g.Status.ObservedGeneration = g.Generation
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, c.Reason(), c.Error())
+	setCondition(&g.Status.Conditions, g.Generation, ConditionStalled, metav1.ConditionTrue, c.Reason(), c.Error())
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
 }
 
 // setGuestbookFailed: a write failed; the reconcile is retried. A conflict
@@ -52,4 +64,5 @@ func setGuestbookFailed(g *webappv1.Guestbook, reason string, err error) {
 	}
 	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
 	setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, reason, "retrying")
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
 }

@@ -32,9 +32,15 @@ const operandNS = "guestbook" // OperatorConfig's default guestbook.namespace
 // marks them Running and Ready.
 func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 	t.Helper()
+	return runPodsIn(t, g, operandNS)
+}
+
+// runPodsIn is runPods in the operand namespace ns.
+func runPodsIn(t *testing.T, g *webappv1.Guestbook, ns string) []string {
+	t.Helper()
 	sts := &appsv1.StatefulSet{}
 	testenv.Eventually(t, 10*time.Second, func() string {
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: g.Name}, sts); err != nil {
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: g.Name}, sts); err != nil {
 			return "StatefulSet: " + err.Error()
 		}
 		return ""
@@ -42,7 +48,7 @@ func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 	var names []string
 	for i := range *sts.Spec.Replicas {
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: operandNS, Name: fmt.Sprintf("%s-%d", g.Name, i),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", g.Name, i),
 				Labels:          sts.Spec.Template.Labels,
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
 			Spec: sts.Spec.Template.Spec,
@@ -52,7 +58,7 @@ func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 		if err := k8s.Create(testCtx, p); err != nil {
 			t.Fatalf("creating pod from the StatefulSet template: %v", err)
 		}
-		setPodReady(t, p.Name, true)
+		setPodReadyIn(t, ns, p.Name, true)
 		names = append(names, p.Name)
 	}
 	return names
@@ -60,13 +66,18 @@ func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 
 func setPodReady(t *testing.T, name string, ready bool) {
 	t.Helper()
+	setPodReadyIn(t, operandNS, name, ready)
+}
+
+func setPodReadyIn(t *testing.T, ns, name string, ready bool) {
+	t.Helper()
 	cond := corev1.ConditionFalse
 	if ready {
 		cond = corev1.ConditionTrue
 	}
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p := &corev1.Pod{}
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: name}, p); err != nil {
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 			return err
 		}
 		p.Status.Phase = corev1.PodRunning
@@ -226,46 +237,81 @@ func assertRoles(t *testing.T, pods []string, active string) {
 	}
 }
 
-// TestGuestbookNamespaceMove: changing guestbook.namespace in the
-// OperatorConfig moves the operands at the next reconcile; nothing is left
-// running in the old namespace.
+// TestGuestbookNamespaceMove: an edit of guestbook.namespace in the
+// accepted OperatorConfig moves the operands; the old ones stay until the
+// new ones are Ready, so the application never stops, and then nothing is
+// left in the old namespace.
 func TestGuestbookNamespaceMove(t *testing.T) {
-	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "mover"},
-		Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "mover-cm"}}
-	if err := k8s.Create(testCtx, g); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
-	stsIn := func(ns string) error {
-		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: g.Name}, &appsv1.StatefulSet{})
-	}
-	testenv.Eventually(t, 10*time.Second, func() string {
-		if err := stsIn(operandNS); err != nil {
-			return err.Error()
-		}
-		return ""
-	})
+	const newNS = "guestbook-two"
 	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
-	oc.Spec.Guestbook.Namespace = "guestbook-two"
+	oc.Spec.Guestbook.Namespace = operandNS
 	if err := k8s.Create(testCtx, oc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(testCtx, oc) })
 	testenv.Eventually(t, 10*time.Second, func() string {
-		if err := stsIn("guestbook-two"); err != nil {
-			return "not in the new namespace: " + err.Error()
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(oc), oc); err != nil {
+			return err.Error()
 		}
-		if err := stsIn(operandNS); err == nil {
-			return "still in the old namespace"
+		if oc.Status.ObservedGeneration != oc.Generation || !meta.IsStatusConditionTrue(oc.Status.Conditions, operatorv1alpha1.ConditionAvailable) {
+			return fmt.Sprintf("OperatorConfig not accepted: %+v", oc.Status)
 		}
-		for _, name := range []string{g.Name} {
-			if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: name}, &corev1.Service{}); err == nil {
-				return "Service still in the old namespace"
+		return ""
+	})
+
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "mover"},
+		Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "mover-cm"}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted before the config moves back, so that nothing moves then.
+	t.Cleanup(func() {
+		_ = k8s.Delete(testCtx, g)
+		setGuestbookNamespace(t, oc, operandNS)
+	})
+	runPods(t, g)
+	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
+
+	setGuestbookNamespace(t, oc, newNS)
+	in := func(ns string, obj client.Object, name string) bool {
+		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, obj) == nil
+	}
+	testenv.Eventually(t, 10*time.Second, func() string {
+		if !in(newNS, &appsv1.StatefulSet{}, g.Name) {
+			return "no StatefulSet in the new namespace"
+		}
+		return ""
+	})
+	// The new pods are not Ready yet: the old operands keep serving.
+	time.Sleep(2 * time.Second)
+	if !in(operandNS, &appsv1.StatefulSet{}, g.Name) || !in(operandNS, &corev1.Service{}, g.Name) {
+		t.Fatal("the old StatefulSet or Service was deleted before the new operands were Ready")
+	}
+	runPodsIn(t, g, newNS)
+	testenv.Eventually(t, 10*time.Second, func() string {
+		for kind, obj := range map[string]client.Object{"StatefulSet": &appsv1.StatefulSet{}, "Service": &corev1.Service{}} {
+			if in(operandNS, obj, g.Name) {
+				return kind + " still in the old namespace"
 			}
 		}
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: "mover-cm"}, &corev1.ConfigMap{}); err == nil {
+		if in(operandNS, &corev1.ConfigMap{}, "mover-cm") {
 			return "ConfigMap still in the old namespace"
 		}
 		return ""
 	})
+	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
+}
+
+// setGuestbookNamespace edits guestbook.namespace of the OperatorConfig.
+func setGuestbookNamespace(t *testing.T, oc *operatorv1alpha1.OperatorConfig, ns string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(oc), oc); err != nil {
+			return err
+		}
+		oc.Spec.Guestbook.Namespace = ns
+		return k8s.Update(testCtx, oc)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

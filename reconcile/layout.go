@@ -2,9 +2,12 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 )
@@ -52,4 +55,15 @@ func ConfigMapData(d *drinksv1.Drink) (map[string]string, error) {
 	default:
 		return nil, &UnknownVersionError{Version: v}
 	}
+}
+
+// layoutKeys are the data keys of a version's layout, none for a version
+// without one; derived from ConfigMapData so that layouts stay in one place.
+func layoutKeys(version string) []string {
+	d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: version}}}
+	data, err := ConfigMapData(d)
+	if err != nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(data))
 }

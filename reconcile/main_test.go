@@ -27,6 +27,9 @@ import (
 	"github.com/example/myoperator/internal/testenv"
 )
 
+// operatorNS is the namespace the operator runs in.
+const operatorNS = "myoperator-system"
+
 var (
 	env     *envtest.Environment
 	cfg     *rest.Config
@@ -55,13 +58,19 @@ func run(m *testing.M) int {
 	var log logr.Logger
 	log, level = logging.NewTo(logs, false)
 	ctrl.SetLogger(log)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{LogLevel: level}); err != nil {
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+	// The operator's namespace, as the install creates it: the manager
+	// records the accepted configuration there.
+	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{LogLevel: level, Namespace: operatorNS}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

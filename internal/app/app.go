@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,10 @@ import (
 )
 
 var managedBy = labels.SelectorFromSet(labels.Set{reconcile.ManagedByLabel: reconcile.ManagedByValue})
+
+// keepManagedFields is a cache transform that changes nothing: it stands
+// in for the default transform, which strips managed fields.
+func keepManagedFields(obj any) (any, error) { return obj, nil }
 
 // Names of the objects the manager manages certificates for; they match
 // config/.
@@ -154,6 +159,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				// of the cluster.
 				&corev1.ConfigMap{}: {Label: managedBy},
 				&corev1.Pod{}:       {Label: managedBy},
+				// The Guestbook reconciler reads its managed fields to see
+				// which fields of its StatefulSets and Services another
+				// writer took over (a scale, a selector edit), so these few
+				// objects keep them.
+				&appsv1.StatefulSet{}: {Transform: keepManagedFields},
+				&corev1.Service{}:     {Transform: keepManagedFields},
 			},
 		},
 		Metrics:                       metricsOptions(o),
@@ -255,7 +266,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if err := (&reconcile.DrinkReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}

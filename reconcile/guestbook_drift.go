@@ -1,0 +1,160 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+)
+
+// operand is one object the Guestbook controls in the operand namespace.
+type operand struct {
+	kind string
+	key  client.ObjectKey
+	// live receives the object as it is.
+	live client.Object
+	// desired is the apply configuration the operator wants.
+	desired runtime.ApplyConfiguration
+	// owned extracts from live the fields the operator owns (its server-
+	// side apply entry in the managed fields), as an apply configuration.
+	owned func() (any, error)
+	// guard makes desired apply only to the object with this UID.
+	guard func(types.UID)
+}
+
+// ensureOperand converges one operand. It creates the object when the name
+// is free; an object of that name that the Guestbook does not control is a
+// *ConflictError and stays untouched. Otherwise it compares the fields the
+// operator owns on the live object with desired and applies desired when
+// they differ: a value the Guestbook now asks for, or a field another
+// writer changed (a scale through the scale subresource, a selector edit),
+// which moved that field's ownership away from the operator. The latter is
+// reverted with an event. An unchanged object costs no write and no read
+// beyond the cache.
+func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Guestbook, op operand) error {
+	key := op.key
+	found, err := readOperand(ctx, r.Client, r.APIReader, key, op.live)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return r.createOperand(ctx, g, op)
+	case !controlledBy(op.live, g.UID):
+		return conflictWith(op.kind, "Guestbook", op.live)
+	case len(op.live.GetManagedFields()) == 0:
+		// Without them every object would look changed and be written at
+		// every reconcile.
+		return fmt.Errorf("%s %s has no managed fields: the manager's cache must keep them for %ss", op.kind, key, op.kind)
+	}
+	owned, err := op.owned()
+	if err != nil {
+		return err
+	}
+	want, have, err := asTrees(op.desired, owned)
+	if err != nil || reflect.DeepEqual(want, have) {
+		return err
+	}
+	// Before the operator's first apply it owns the object only through
+	// its create; that first apply takes the fields over, it corrects
+	// nothing.
+	lost := []string(nil)
+	if appliedBefore(op.live) {
+		lost = lostFields(want, have, "")
+	}
+	// The UID makes the apply fail rather than reach an object that
+	// replaced this one since the cache saw it.
+	op.guard(op.live.GetUID())
+	if err := r.Client.Apply(ctx, op.desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		r.Recorder.Eventf(g, op.live, corev1.EventTypeNormal, op.kind+"Corrected", "Apply",
+			"%s %s: reverted %s, changed by another writer", op.kind, key, strings.Join(lost, ", "))
+	}
+	return nil
+}
+
+// createOperand creates the operand from its apply configuration. A
+// create, not an apply: should an object of that name appear meanwhile,
+// the create fails instead of merging into someone else's object.
+func (r *GuestbookReconciler) createOperand(ctx context.Context, g *webappv1.Guestbook, op operand) error {
+	raw, err := json.Marshal(op.desired)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, op.live); err != nil {
+		return err
+	}
+	err = r.Client.Create(ctx, op.live, client.FieldOwner(FieldOwner))
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(op.live), op.live); err != nil {
+		return err
+	}
+	return conflictWith(op.kind, "Guestbook", op.live)
+}
+
+// appliedBefore reports whether the operator has server-side applied obj.
+func appliedBefore(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+	})
+}
+
+// asTrees renders two apply configurations as JSON trees, which compare
+// by value (quantities and int-or-strings as they serialize).
+func asTrees(a, b any) (any, any, error) {
+	var trees [2]any
+	for i, v := range []any{a, b} {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(raw, &trees[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return trees[0], trees[1], nil
+}
+
+// lostFields lists the paths that want sets and have lacks: fields the
+// operator applied and no longer owns because another writer changed them.
+func lostFields(want, have any, path string) []string {
+	var lost []string
+	switch w := want.(type) {
+	case map[string]any:
+		h, _ := have.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(w)) {
+			p := strings.TrimPrefix(path+"."+k, ".")
+			if hv, ok := h[k]; ok {
+				lost = append(lost, lostFields(w[k], hv, p)...)
+			} else {
+				lost = append(lost, p)
+			}
+		}
+	case []any:
+		h, _ := have.([]any)
+		for i := range w {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if i < len(h) {
+				lost = append(lost, lostFields(w[i], h[i], p)...)
+			} else {
+				lost = append(lost, p)
+			}
+		}
+	}
+	return lost
+}
