@@ -297,4 +297,3 @@ func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	}
 	return ""
 }
-
