@@ -50,7 +50,7 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 	case err != nil:
 		return err
 	case !found:
-		return r.createOperand(ctx, g, op)
+		return r.createOperand(ctx, op)
 	case !controlledBy(op.live, g.UID):
 		return conflictWith(op.kind, "Guestbook", op.live)
 	case len(op.live.GetManagedFields()) == 0:
@@ -89,7 +89,7 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 // createOperand creates the operand from its apply configuration. A
 // create, not an apply: should an object of that name appear meanwhile,
 // the create fails instead of merging into someone else's object.
-func (r *GuestbookReconciler) createOperand(ctx context.Context, g *webappv1.Guestbook, op operand) error {
+func (r *GuestbookReconciler) createOperand(ctx context.Context, op operand) error {
 	raw, err := json.Marshal(op.desired)
 	if err != nil {
 		return err
