@@ -256,10 +256,7 @@ func (w warningRecorder) HandleWarningHeader(_ int, _ string, msg string) { w(ms
 // clean error response, and the server keeps serving.
 func TestMalformedReviews(t *testing.T) {
 	ns := namespace(t)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(env.WebhookInstallOptions.LocalServingCAData)
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	base := fmt.Sprintf("https://%s:%d", env.WebhookInstallOptions.LocalServingHost, env.WebhookInstallOptions.LocalServingPort)
+	hc, base := webhookServer()
 	for _, tc := range []struct{ path, body string }{
 		{"/convert", "{not json"},
 		{"/convert", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`},
@@ -286,6 +283,15 @@ func TestMalformedReviews(t *testing.T) {
 		Spec: drinksv1alpha1.DrinkSpec{Name: "x", Drink: "tea"}}); err != nil {
 		t.Fatalf("webhook server stopped serving after malformed reviews: %v", err)
 	}
+}
+
+// webhookServer returns a client of the manager's webhook server and its
+// base URL, for requests that the API server would never send.
+func webhookServer() (*http.Client, string) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(env.WebhookInstallOptions.LocalServingCAData)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	return hc, fmt.Sprintf("https://%s:%d", env.WebhookInstallOptions.LocalServingHost, env.WebhookInstallOptions.LocalServingPort)
 }
 
 func decodeYAML(t *testing.T, ns, doc string) *unstructured.Unstructured {

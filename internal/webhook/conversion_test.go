@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -164,13 +163,7 @@ func mustGet(t *testing.T, key client.ObjectKey, obj client.Object) {
 // when the reconciler's status writes make it conflict.
 func mustUpdate[T client.Object](t *testing.T, key client.ObjectKey, obj T, mutate func(T)) {
 	t.Helper()
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(context.Background(), key, obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return k8s.Update(context.Background(), obj)
-	}); err != nil {
+	if err := update(key, obj, mutate); err != nil {
 		t.Fatalf("update %T: %v", obj, err)
 	}
 }

@@ -54,10 +54,13 @@ func (h *tolerantConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	whole := h.serve(r, body)
+	if whole.converted() {
+		whole.writeTo(w)
+		return
+	}
 	review := &apiextensionsv1.ConversionReview{}
-	if err := json.Unmarshal(body, review); err != nil || review.Request == nil || whole.converted() {
-		// Malformed reviews keep the answers of the inner handler, and a
-		// review that converts needs nothing more.
+	if err := json.Unmarshal(body, review); err != nil || review.Request == nil {
+		// Malformed reviews keep the inner handler's answer.
 		whole.writeTo(w)
 		return
 	}
@@ -81,11 +84,18 @@ func (h *tolerantConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // convertOne converts obj alone, or passes it through when the converter
 // cannot take it. ok is false when neither works (a version nobody serves).
 func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1.ConversionReview, obj runtime.RawExtension) (runtime.RawExtension, bool) {
-	one := review.DeepCopy()
-	one.Request.Objects = []runtime.RawExtension{obj}
-	single, _ := json.Marshal(one)
-	if resp := h.serve(r, single); resp.converted() && len(resp.review.Response.ConvertedObjects) == 1 {
-		return resp.review.Response.ConvertedObjects[0], true
+	one := &apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextensionsv1.ConversionRequest{
+		UID: review.Request.UID, DesiredAPIVersion: review.Request.DesiredAPIVersion, Objects: []runtime.RawExtension{obj},
+	}}
+	single, err := json.Marshal(one)
+	if err != nil {
+		return runtime.RawExtension{}, false
+	}
+	if resp := h.serve(r, single); resp.converted() {
+		converted := &apiextensionsv1.ConversionReview{}
+		if json.Unmarshal(resp.rec.Body.Bytes(), converted) == nil && len(converted.Response.ConvertedObjects) == 1 {
+			return converted.Response.ConvertedObjects[0], true
+		}
 	}
 	var u map[string]any
 	if err := json.Unmarshal(obj.Raw, &u); err != nil {
@@ -109,8 +119,10 @@ func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1
 
 // innerResponse is what the inner handler answered.
 type innerResponse struct {
-	rec    *httptest.ResponseRecorder
-	review *apiextensionsv1.ConversionReview
+	rec *httptest.ResponseRecorder
+	// status is the review's result status ("Success"), empty when the
+	// answer is no review.
+	status string
 }
 
 func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
@@ -118,16 +130,23 @@ func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
 	inner := r.Clone(r.Context())
 	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	h.next.ServeHTTP(rec, inner)
-	resp := innerResponse{rec: rec, review: &apiextensionsv1.ConversionReview{}}
-	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), resp.review) != nil {
-		resp.review = nil
+	// Only the status is decoded: the converted objects are passed on as
+	// they are.
+	var review struct {
+		Response *struct {
+			Result struct {
+				Status string `json:"status"`
+			} `json:"result"`
+		} `json:"response"`
+	}
+	resp := innerResponse{rec: rec}
+	if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &review) == nil && review.Response != nil {
+		resp.status = review.Response.Result.Status
 	}
 	return resp
 }
 
-func (r innerResponse) converted() bool {
-	return r.review != nil && r.review.Response != nil && r.review.Response.Result.Status == metav1.StatusSuccess
-}
+func (r innerResponse) converted() bool { return r.status == metav1.StatusSuccess }
 
 func (r innerResponse) writeTo(w http.ResponseWriter) {
 	for k, v := range r.rec.Header() {

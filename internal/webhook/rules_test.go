@@ -2,11 +2,14 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,8 +165,8 @@ func expectRejected(t *testing.T, obj *unstructured.Unstructured, field string, 
 		_ = k8s.Delete(ctx, obj)
 		t.Fatalf("accepted, want rejected naming %s", field)
 	}
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errorsAs(err, &status) || status.Status().Code != http.StatusUnprocessableEntity {
+	var status *apierrors.StatusError
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Code != http.StatusUnprocessableEntity {
 		t.Fatalf("error is not a 422 Invalid: %v", err)
 	}
 	for _, w := range append([]string{field + ":"}, want...) {
@@ -176,12 +179,6 @@ func expectRejected(t *testing.T, obj *unstructured.Unstructured, field string, 
 	if gerr := k8s.Get(ctx, client.ObjectKeyFromObject(obj), got); !apierrors.IsNotFound(gerr) {
 		t.Errorf("rejected object is stored (get: %v)", gerr)
 	}
-}
-
-func errorsAs(err error, status *apierrors.APIStatus) bool {
-	s, ok := err.(apierrors.APIStatus) //nolint:errorlint // the client returns *StatusError itself
-	*status = s
-	return ok
 }
 
 // TestWrongTypesAre422: a value of the wrong type gets the same answer
@@ -265,5 +262,44 @@ func TestWrongTypesAre422(t *testing.T) {
 				t.Errorf("rejected update changed the spec (generation %d -> %d)", before.GetGeneration(), after.GetGeneration())
 			}
 		})
+	}
+}
+
+// TestConversionPassesThrough: in a review of several objects, those the
+// converter takes are converted, one it cannot take comes back unconverted
+// under the target version's names, and the review succeeds.
+func TestConversionPassesThrough(t *testing.T) {
+	hc, base := webhookServer()
+	review := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"3","desiredAPIVersion":"example.com/v1","objects":[` +
+		`{"apiVersion":"example.com/v1beta1","kind":"Drink","metadata":{"name":"good"},"spec":{"name":"x","drink":"tea","sugar":2}},` +
+		`{"apiVersion":"example.com/v1beta1","kind":"Drink","metadata":{"name":"bad"},"spec":{"name":"x","drink":"tea","sugar":"lots"}}]}}`
+	resp, err := hc.Post(base+"/convert", "application/json", strings.NewReader(review))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var got struct {
+		Response struct {
+			Result           struct{ Status string }
+			ConvertedObjects []map[string]any
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"apiVersion": "example.com/v1", "kind": "Drink", "spec": map[string]any{"displayName": "x", "beverage": "tea", "sugarCubes": 2.0}},
+		{"apiVersion": "example.com/v1", "kind": "Drink", "spec": map[string]any{"displayName": "x", "beverage": "tea", "sugarCubes": "lots"}},
+	}
+	if got.Response.Result.Status != "Success" || len(got.Response.ConvertedObjects) != len(want) {
+		t.Fatalf("review answered %+v", got.Response)
+	}
+	for i, w := range want {
+		obj := got.Response.ConvertedObjects[i]
+		delete(obj, "metadata")
+		delete(obj, "status")
+		if !apiequality.Semantic.DeepEqual(w, obj) {
+			t.Errorf("object %d: %v, want %v", i, obj, w)
+		}
 	}
 }

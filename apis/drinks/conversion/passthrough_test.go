@@ -2,6 +2,7 @@ package conversion_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -55,11 +56,11 @@ func TestPassThroughNamesMatchConversion(t *testing.T) {
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			// Spoke to hub: the spoke's values under the hub's names.
-			obj := map[string]any{"apiVersion": "example.com/" + tc.version, "spec": clone(tc.spec)}
+			obj := map[string]any{"apiVersion": "example.com/" + tc.version, "spec": maps.Clone(tc.spec)}
 			if err := conversion.PassThrough(obj, "example.com/v1"); err != nil {
 				t.Fatal(err)
 			}
-			want := clone(hubSpec)
+			want := maps.Clone(hubSpec)
 			for _, f := range conversion.HubOnlyFields(tc.version) {
 				delete(want, f)
 			}
@@ -68,7 +69,7 @@ func TestPassThroughNamesMatchConversion(t *testing.T) {
 			}
 			// Hub to spoke: the hub's values under the spoke's names; the
 			// fields the spoke lacks stay for the API server to prune.
-			obj = map[string]any{"apiVersion": "example.com/v1", "spec": clone(hubSpec)}
+			obj = map[string]any{"apiVersion": "example.com/v1", "spec": maps.Clone(hubSpec)}
 			if err := conversion.PassThrough(obj, "example.com/"+tc.version); err != nil {
 				t.Fatal(err)
 			}
@@ -151,12 +152,4 @@ func TestHubOnlyFields(t *testing.T) {
 			t.Errorf("HubOnlyFields(%s) = %v, conversion keeps %v", tc.version, got, tc.kept)
 		}
 	}
-}
-
-func clone(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
