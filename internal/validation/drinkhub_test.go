@@ -88,6 +88,8 @@ func TestValidateDrinkHubRatchets(t *testing.T) {
 	blank := func(d *drinksv1.Drink) { d.Spec.DisplayName = "\u200b" }
 	small := func(d *drinksv1.Drink) { d.Spec.Size = drinksv1.SizeSmall }
 	label := func(d *drinksv1.Drink) { d.Labels = map[string]string{"team": "a"} }
+	huge := func(d *drinksv1.Drink) { d.Spec.Size = "Huge" }
+	sweet := func(d *drinksv1.Drink) { d.Spec.SugarCubes = 20 }
 	migrated := annotate("example.com/migrated", "true")
 	tests := []struct {
 		name     string
@@ -95,6 +97,9 @@ func TestValidateDrinkHubRatchets(t *testing.T) {
 		want     []string
 	}{
 		{"label added to a blank name", hub(blank), hub(blank, label), nil},
+		{"label added to an unknown size and too much sugar", hub(huge, sweet), hub(huge, sweet, label), nil},
+		{"unknown size changed to another", hub(huge), hub(func(d *drinksv1.Drink) { d.Spec.Size = "Tiny" }),
+			[]string{`spec.size: Unsupported value: "Tiny"`}},
 		{"annotation added to extras repeating the beverage", hub(extras("tea")), hub(extras("tea"), migrated), nil},
 		{"label added to a small drink with four extras", hub(small, extras("a", "b", "c", "d")), hub(small, extras("a", "b", "c", "d"), label), nil},
 		{"label added to duplicate extras", hub(extras("a", "a")), hub(extras("a", "a"), label), nil},
