@@ -77,6 +77,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkConflict(d, conflict)
 		if readyChanged(read.Status.Conditions, d.Status.Conditions) {
 			r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, conflict.Reason(), "CreateConfigMap", "%s", conflict.Error())
+			conflictsTotal.WithLabelValues(conflict.Kind).Inc()
 		}
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}

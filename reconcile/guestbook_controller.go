@@ -103,6 +103,7 @@ func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string,
 		setGuestbookConflict(g, conflict)
 		if readyChanged(read.Status.Conditions, g.Status.Conditions) {
 			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, conflict.Reason(), "Create"+conflict.Kind, "%s", conflict.Error())
+			conflictsTotal.WithLabelValues(conflict.Kind).Inc()
 		}
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}

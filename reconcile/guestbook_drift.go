@@ -80,6 +80,7 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 		return err
 	}
 	if len(lost) > 0 {
+		driftCorrectionsTotal.WithLabelValues(op.kind).Inc()
 		r.Recorder.Eventf(g, op.live, corev1.EventTypeNormal, op.kind+"Corrected", "Apply",
 			"%s %s: reverted %s, changed by another writer", op.kind, key, strings.Join(lost, ", "))
 	}

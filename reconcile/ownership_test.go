@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
@@ -112,6 +113,7 @@ func TestForeignOperandLeftAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := foreign.DeepCopyObject().(client.Object)
+			conflicts := counter(t, "myoperator_operand_conflicts_total", foreign)
 			created := time.Now()
 			conditions := tc.owner(t, ns, name)
 			ref := objNS + "/" + name
@@ -135,6 +137,9 @@ func TestForeignOperandLeftAlone(t *testing.T) {
 				}
 				return fmt.Sprintf("no Warning event %s naming %s", tc.reason, ref)
 			})
+			if got := counter(t, "myoperator_operand_conflicts_total", foreign); got <= conflicts {
+				t.Errorf("myoperator_operand_conflicts_total for the kind is %v, was %v: the conflict is not counted", got, conflicts)
+			}
 
 			time.Sleep(time.Until(created.Add(10 * time.Second)))
 			now := tc.operand()
@@ -331,6 +336,8 @@ func TestGuestbookDriftReverted(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now().Truncate(time.Second)
+			kind := strings.TrimSuffix(tc.event, "Corrected")
+			corrections := counterOfKind(t, "myoperator_drift_corrections_total", kind)
 			if err := tc.drift(); err != nil {
 				t.Fatal(err)
 			}
@@ -348,6 +355,9 @@ func TestGuestbookDriftReverted(t *testing.T) {
 				}
 				return fmt.Sprintf("no %s event naming %s since %s; events: %v", tc.event, tc.field, start, seen)
 			})
+			if got := counterOfKind(t, "myoperator_drift_corrections_total", kind); got <= corrections {
+				t.Errorf("myoperator_drift_corrections_total{kind=%q} is %v, was %v: the correction is not counted", kind, got, corrections)
+			}
 		})
 	}
 }
@@ -403,6 +413,41 @@ func TestCopiedLabelsNeverActive(t *testing.T) {
 	if g.Status.Active != pods[0] {
 		t.Errorf("active %q, want the StatefulSet's pod %s", g.Status.Active, pods[0])
 	}
+}
+
+// counter reads the manager's counter name for the kind of obj (the
+// manager runs in this process and registers its metrics there).
+func counter(t *testing.T, name string, obj client.Object) float64 {
+	t.Helper()
+	kind := "ConfigMap"
+	switch obj.(type) {
+	case *appsv1.StatefulSet:
+		kind = "StatefulSet"
+	case *corev1.Service:
+		kind = "Service"
+	}
+	return counterOfKind(t, name, kind)
+}
+
+func counterOfKind(t *testing.T, name, kind string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // guestbookReady returns "" once the Guestbook is Ready for its generation.
