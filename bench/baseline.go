@@ -7,10 +7,10 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,14 +98,25 @@ func writeAsOperator(ctx context.Context, cp *ControlPlane, d *drinksv1.Drink) e
 	if err := cp.Client.Create(ctx, d); err != nil {
 		return fmt.Errorf("creating Drink %s: %w", d.Name, err)
 	}
-	owner := metav1ac.OwnerReference().WithAPIVersion(drinksv1.GroupVersion.String()).WithKind("Drink").
-		WithName(d.Name).WithUID(d.UID).WithController(true).WithBlockOwnerDeletion(true)
-	cm := corev1ac.ConfigMap(d.Name, d.Namespace).
-		WithLabels(map[string]string{managedByLabel: managedByValue, drinkLabel: d.Name}).
-		WithAnnotations(map[string]string{layoutAnnotation: "v1"}).
-		WithOwnerReferences(owner).WithData(wantData(d))
-	if _, err := cp.Clientset.CoreV1().ConfigMaps(d.Namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: "myoperator", Force: true}); err != nil {
-		return fmt.Errorf("applying ConfigMap %s: %w", d.Name, err)
+	// The operator's cache holds no ConfigMap of a new Drink, so it reads
+	// once from the API server (a free name or someone else's object?),
+	// then creates it.
+	cms := cp.Clientset.CoreV1().ConfigMaps(d.Namespace)
+	switch _, err := cms.Get(ctx, d.Name, metav1.GetOptions{}); {
+	case err == nil:
+		return fmt.Errorf("ConfigMap %s exists before its Drink", d.Name)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ConfigMap %s: %w", d.Name, err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name,
+			Labels:          map[string]string{managedByLabel: managedByValue, drinkLabel: d.Name},
+			Annotations:     map[string]string{layoutAnnotation: "v1"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, drinksv1.GroupVersion.WithKind("Drink"))}},
+		Data: wantData(d),
+	}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "myoperator"}); err != nil {
+		return fmt.Errorf("creating ConfigMap %s: %w", d.Name, err)
 	}
 	status := drinksv1.DrinkStatus{
 		ObservedGeneration: d.Generation, ConfigMapName: d.Name, AuthoredVersion: "v1",
