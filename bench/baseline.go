@@ -36,10 +36,10 @@ func HoldLease(ctx context.Context, c client.Client) error {
 	})
 }
 
-// Baseline makes, with a plain client and w workers, exactly the writes
+// Baseline makes, with a plain client and w workers, exactly the requests
 // the operator makes for n Drinks: create the Drink (through the webhooks),
-// apply its ConfigMap with server-side apply as the operator's field owner,
-// and merge-patch its status. It returns the time from the first create to
+// read its ConfigMap once and create it as the operator's field owner, and
+// merge-patch its status. It returns the time from the first create to
 // the last write, and what the API server counted.
 func Baseline(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n, w int) (Phase, error) {
 	before, err := takeSnapshot(ctx, cp, m)
