@@ -14,7 +14,6 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/opconfig"
 )
 
 // FieldOwner is the server-side apply field manager of every operand write.
@@ -34,7 +33,7 @@ type DrinkReconciler struct {
 	Namespace string
 }
 
-// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=drinks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -57,9 +56,9 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}()
 
 	d.Status.AuthoredVersion = AuthoredVersion(d)
-	cfg, cfgErr := opconfig.Load(ctx, r.Client, r.Namespace)
-	if cfgErr != nil {
-		log.V(1).Info("using default configuration", "reason", cfgErr.Error())
+	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, r.Recorder, d, &d.Status.Conditions, d.Generation)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if cfg.ManagementState == operatorv1alpha1.Unmanaged {
 		setDrinkUnmanaged(d)

@@ -15,7 +15,7 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/operandcache"
 )
 
 // GuestbookReconciler runs each Guestbook as an active/standby application
@@ -29,15 +29,24 @@ type GuestbookReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Namespace string
+	// Operands gives the informer cache of each operand namespace: the
+	// operator may read pods, StatefulSets and Services only there.
+	Operands *operandcache.Caches
+	// ServiceAccount (namespace/name) is named in the RoleBinding that
+	// status asks an admin to create for a new operand namespace.
+	ServiceAccount string
+
+	rights rightsCache
 }
 
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+//
+// Rights on the operands themselves (StatefulSets, Services, pods, and
+// ConfigMap deletion) exist only in operand namespaces, through a
+// RoleBinding to the ClusterRole in config/rbac/guestbook_operands_role.yaml;
+// no marker here, since markers make cluster-wide rights.
 
 // Reconcile converges one Guestbook and persists its status once.
 func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -55,26 +64,36 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, g, func(g *webappv1.Guestbook) any { return &g.Status })})
 	}()
 
-	cfg, _ := opconfig.Load(ctx, r.Client, r.Namespace)
+	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, r.Recorder, g, &g.Status.Conditions, g.Generation)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if cfg.ManagementState == operatorv1alpha1.Unmanaged {
 		setGuestbookUnmanaged(g)
 		return ctrl.Result{}, nil
 	}
 	ns := cfg.GuestbookNamespace
-	if err := r.ensureNamespace(ctx, ns); err != nil {
-		return r.failed(g, read, "NamespaceFailed", err)
+	if g.Status.OperandNamespace == "" {
+		g.Status.OperandNamespace = ns
+	}
+	if err := r.rights.check(ctx, r.Client, r.APIReader, ns, r.ServiceAccount); err != nil {
+		return r.failed(g, read, "RightsCheckFailed", err)
+	}
+	operands, err := r.Operands.Get(ctx, ns)
+	if err != nil {
+		return r.failed(g, read, "CacheFailed", err)
 	}
 	if err := r.ensureConfigMap(ctx, g, ns); err != nil {
 		return r.failed(g, read, "ConfigMapFailed", err)
 	}
-	sts, err := r.ensureStatefulSet(ctx, g, ns, cfg.GuestbookImage)
+	sts, err := r.ensureStatefulSet(ctx, g, operands, ns, cfg.GuestbookImage)
 	if err != nil {
 		return r.failed(g, read, "StatefulSetFailed", err)
 	}
-	if err := r.ensureService(ctx, g, ns); err != nil {
+	if err := r.ensureService(ctx, g, operands, ns); err != nil {
 		return r.failed(g, read, "ServiceFailed", err)
 	}
-	roles, err := r.assignRoles(ctx, g, sts)
+	roles, err := r.assignRoles(ctx, g, operands, sts)
 	if err != nil {
 		return r.failed(g, read, "RoleAssignmentFailed", err)
 	}
@@ -84,11 +103,14 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	setGuestbookRoles(g, roles)
 	// After a move of the operand namespace, the old operands go only once
-	// the new ones are Ready.
-	if roles.complete(g.Spec.Size) {
-		if err := r.removeStaleOperands(ctx, g, ns); err != nil {
+	// the new ones are Ready; until then status names the old namespace.
+	if old := g.Status.OperandNamespace; old != ns && roles.complete(g.Spec.Size) {
+		if err := r.removeOperandsIn(ctx, g, old); err != nil {
 			return r.failed(g, read, "CleanupFailed", err)
 		}
+		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "OperandsMoved", "Delete",
+			"operands run in namespace %s; removed those in %s", ns, old)
+		g.Status.OperandNamespace = ns
 	}
 	return ctrl.Result{}, nil
 }
@@ -98,6 +120,14 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // when that is new, and a recheck soon, since the object's deletion wakes
 // no watch. Any other error is retried with backoff.
 func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string, err error) (ctrl.Result, error) {
+	var denied *RightsError
+	if errors.As(err, &denied) {
+		setGuestbookForbidden(g, denied)
+		if readyChanged(read.Status.Conditions, g.Status.Conditions) {
+			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, ReasonOperandNamespaceForbidden, "CheckRights", "%s", denied.Error())
+		}
+		return ctrl.Result{RequeueAfter: rightsRecheck}, nil
+	}
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		setGuestbookConflict(g, conflict)
@@ -113,17 +143,27 @@ func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string,
 
 // SetupWithManager registers the reconciler. The Guestbook is
 // cluster-scoped and its operands namespaced; they find their owner through
-// the owner reference, and pods through their instance label.
+// the owner reference, and pods through their instance label. StatefulSets,
+// Services and pods are watched in each operand namespace's cache, added
+// when the reconciler first works there.
 func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&webappv1.Guestbook{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToGuestbook)).
 		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &webappv1.GuestbookList{}))).
 		WithOptions(opts).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &webappv1.Guestbook{}, handler.OnlyControllerOwner())
+	r.Operands.Controller = c
+	r.Operands.Watches = []operandcache.Watch{
+		{Object: &appsv1.StatefulSet{}, Handler: owner},
+		{Object: &corev1.Service{}, Handler: owner},
+		{Object: &corev1.Pod{}, Handler: handler.EnqueueRequestsFromMapFunc(podToGuestbook)},
+	}
+	return nil
 }
 
 func podToGuestbook(_ context.Context, o client.Object) []ctrl.Request {

@@ -43,9 +43,9 @@ type operand struct {
 // which moved that field's ownership away from the operator. The latter is
 // reverted with an event. An unchanged object costs no write and no read
 // beyond the cache.
-func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Guestbook, op operand) error {
+func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Guestbook, cached client.Reader, op operand) error {
 	key := op.key
-	found, err := readOperand(ctx, r.Client, r.APIReader, key, op.live)
+	found, err := readOperand(ctx, cached, r.APIReader, key, op.live)
 	switch {
 	case err != nil:
 		return err

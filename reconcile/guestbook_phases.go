@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,22 +53,6 @@ func guestbookLabels(g *webappv1.Guestbook) map[string]string {
 func guestbookOwner(g *webappv1.Guestbook) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().WithAPIVersion(webappv1.GroupVersion.String()).WithKind("Guestbook").
 		WithName(g.Name).WithUID(g.UID).WithController(true).WithBlockOwnerDeletion(true)
-}
-
-// ensureNamespace creates the operand namespace when it is missing,
-// enforcing Pod Security restricted; an existing one is left as it is.
-func (r *GuestbookReconciler) ensureNamespace(ctx context.Context, name string) error {
-	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		ManagedByLabel: ManagedByValue, PodSecurityEnforce: "restricted",
-	}}}
-	if err := r.Client.Create(ctx, ns, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating operand namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // ensureConfigMap creates the Guestbook's ConfigMap with defaults from its
@@ -135,9 +118,9 @@ func serviceFor(g *webappv1.Guestbook, ns string) *corev1ac.ServiceApplyConfigur
 }
 
 // ensureStatefulSet converges the Guestbook's StatefulSet and returns it.
-func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1.Guestbook, ns, image string) (*appsv1.StatefulSet, error) {
+func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1.Guestbook, cached client.Reader, ns, image string) (*appsv1.StatefulSet, error) {
 	live, desired := &appsv1.StatefulSet{}, statefulSetFor(g, ns, image)
-	return live, r.ensureOperand(ctx, g, operand{
+	return live, r.ensureOperand(ctx, g, cached, operand{
 		kind: "StatefulSet", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
 		owned: func() (any, error) { return appsv1ac.ExtractStatefulSet(live, FieldOwner) },
 		guard: func(uid types.UID) { desired.WithUID(uid) },
@@ -145,9 +128,9 @@ func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1
 }
 
 // ensureService converges the Guestbook's Service.
-func (r *GuestbookReconciler) ensureService(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+func (r *GuestbookReconciler) ensureService(ctx context.Context, g *webappv1.Guestbook, cached client.Reader, ns string) error {
 	live, desired := &corev1.Service{}, serviceFor(g, ns)
-	return r.ensureOperand(ctx, g, operand{
+	return r.ensureOperand(ctx, g, cached, operand{
 		kind: "Service", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
 		owned: func() (any, error) { return corev1ac.ExtractService(live, FieldOwner) },
 		guard: func(uid types.UID) { desired.WithUID(uid) },
@@ -179,9 +162,9 @@ func (r roles) failedOver() bool {
 // Only pods the Guestbook's StatefulSet controls take part: labels can be
 // copied by anyone, so a pod that only carries them is never promoted,
 // labelled or counted.
-func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guestbook, sts *appsv1.StatefulSet) (roles, error) {
+func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guestbook, cached client.Reader, sts *appsv1.StatefulSet) (roles, error) {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(sts.Namespace),
+	if err := cached.List(ctx, pods, client.InNamespace(sts.Namespace),
 		client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name}); err != nil {
 		return roles{}, err
 	}
@@ -267,29 +250,31 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// removeStaleOperands deletes what the operator created for the Guestbook in
-// another namespace, after guestbook.namespace changed: the operands move,
-// they are not left running twice. It runs once the operands in the new
-// namespace are Ready, so the application never stops on a move.
-func (r *GuestbookReconciler) removeStaleOperands(ctx context.Context, g *webappv1.Guestbook, ns string) error {
-	mine := client.MatchingLabels{NameLabel: GuestbookAppName, InstanceLabel: g.Name, ManagedByLabel: ManagedByValue}
-	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}}
-	for _, list := range lists {
-		if err := r.Client.List(ctx, list, mine); err != nil {
-			return err
+// removeOperandsIn deletes what the operator created for the Guestbook in
+// namespace old, after guestbook.namespace changed: the operands move, they
+// are not left running twice. It runs once the operands in the new
+// namespace are Ready, so the application never stops on a move. Each
+// object is read by name and deleted only if the Guestbook controls it,
+// with its UID as a precondition; a user's own ConfigMap stays.
+func (r *GuestbookReconciler) removeOperandsIn(ctx context.Context, g *webappv1.Guestbook, old string) error {
+	for _, obj := range []client.Object{
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Name}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Spec.ConfigMapName}},
+	} {
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			continue
 		}
-		items, err := meta.ExtractList(list)
 		if err != nil {
-			return err
+			return fmt.Errorf("reading %s/%s in the previous operand namespace: %w", old, obj.GetName(), err)
 		}
-		for _, item := range items {
-			obj, ok := item.(client.Object)
-			if !ok || obj.GetNamespace() == ns || !metav1.IsControlledBy(obj, g) {
-				continue
-			}
-			if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("removing %s/%s from the previous operand namespace: %w", obj.GetNamespace(), obj.GetName(), err)
-			}
+		if !controlledBy(obj, g.UID) {
+			continue
+		}
+		uid := obj.GetUID()
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing %s/%s from the previous operand namespace: %w", old, obj.GetName(), err)
 		}
 	}
 	return nil

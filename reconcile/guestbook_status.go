@@ -66,3 +66,17 @@ func setGuestbookFailed(g *webappv1.Guestbook, reason string, err error) {
 	setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, reason, "retrying")
 	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
 }
+
+// ReasonOperandNamespaceForbidden means the operator may not work in the operand
+// namespace (missing, or no RoleBinding for the operator there).
+const ReasonOperandNamespaceForbidden = "OperandNamespaceForbidden"
+
+// setGuestbookForbidden: the operand namespace lacks the operator's rights
+// or does not exist. Only an admin can fix it (kstatus Stalled); the message
+// says how, and the operands stay where they run.
+func setGuestbookForbidden(g *webappv1.Guestbook, e *RightsError) {
+	g.Status.ObservedGeneration = g.Generation
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonOperandNamespaceForbidden, e.Error())
+	setCondition(&g.Status.Conditions, g.Generation, ConditionStalled, metav1.ConditionTrue, ReasonOperandNamespaceForbidden, e.Error())
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+}

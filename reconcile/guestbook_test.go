@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,11 +273,33 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 	runPods(t, g)
 	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
 
+	// The new namespace does not exist yet: the operator does not create
+	// namespaces, says what an admin must do, and moves nothing.
 	setGuestbookNamespace(t, oc, newNS)
+	testenv.Eventually(t, 10*time.Second, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, webappv1.ConditionReady)
+		if c == nil || c.Reason != reconcile.ReasonOperandNamespaceForbidden || !strings.Contains(c.Message, "kubectl create namespace "+newNS) {
+			return fmt.Sprintf("Ready %+v, want %s naming the namespace to create", c, reconcile.ReasonOperandNamespaceForbidden)
+		}
+		if g.Status.OperandNamespace != operandNS {
+			return fmt.Sprintf("status.operandNamespace %q, want %q while the operands stay", g.Status.OperandNamespace, operandNS)
+		}
+		return ""
+	})
 	in := func(ns string, obj client.Object, name string) bool {
 		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, obj) == nil
 	}
-	testenv.Eventually(t, 10*time.Second, func() string {
+	if !in(operandNS, &appsv1.StatefulSet{}, g.Name) || !in(operandNS, &corev1.Service{}, g.Name) {
+		t.Fatal("operands removed while the new namespace does not exist")
+	}
+	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: newNS}}); err != nil {
+		t.Fatal(err)
+	}
+	// The operator looks again within its recheck period.
+	testenv.Eventually(t, 20*time.Second, func() string {
 		if !in(newNS, &appsv1.StatefulSet{}, g.Name) {
 			return "no StatefulSet in the new namespace"
 		}
@@ -296,6 +319,9 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 		}
 		if in(operandNS, &corev1.ConfigMap{}, "mover-cm") {
 			return "ConfigMap still in the old namespace"
+		}
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil || g.Status.OperandNamespace != newNS {
+			return fmt.Sprintf("status.operandNamespace %q, want %q once moved (%v)", g.Status.OperandNamespace, newNS, err)
 		}
 		return ""
 	})

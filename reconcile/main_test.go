@@ -62,11 +62,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The operator's namespace, as the install creates it: the manager
-	// records the accepted configuration there.
-	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// The operator's namespace and the default operand namespace, as the
+	// install creates them: the manager records the accepted configuration
+	// in the first, and does not create namespaces.
+	for _, ns := range []string{operatorNS, operandNS} {
+		if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
 	"github.com/example/myoperator/reconcile"
@@ -37,6 +38,27 @@ var managedBy = labels.SelectorFromSet(labels.Set{reconcile.ManagedByLabel: reco
 // keepManagedFields is a cache transform that changes nothing: it stands
 // in for the default transform, which strips managed fields.
 func keepManagedFields(obj any) (any, error) { return obj, nil }
+
+// operandCacheOptions configure the cache of each Guestbook operand
+// namespace: the operator's rights on pods, StatefulSets and Services exist
+// only there (a RoleBinding per namespace), so it never watches them
+// cluster-wide.
+func operandCacheOptions(mgr ctrl.Manager) cache.Options {
+	return cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Only the pods of the operator's StatefulSets.
+			&corev1.Pod{}: {Label: managedBy},
+			// The Guestbook reconciler reads their managed fields to see
+			// which fields of its StatefulSets and Services another writer
+			// took over (a scale, a selector edit), so these few objects
+			// keep them.
+			&appsv1.StatefulSet{}: {Transform: keepManagedFields},
+			&corev1.Service{}:     {Transform: keepManagedFields},
+		},
+	}
+}
 
 // Names of the objects the manager manages certificates for; they match
 // config/.
@@ -108,6 +130,10 @@ type Options struct {
 	// LogLevel is the level of the manager's logger, which the
 	// OperatorConfig sets live.
 	LogLevel zap.AtomicLevel
+	// ServiceAccount is the manager's own, as namespace/name, for the
+	// RoleBinding that status asks an admin to create; empty is
+	// <Namespace>/myoperator-controller-manager.
+	ServiceAccount string
 	// MaxConcurrentReconciles per controller; 0 uses a default.
 	MaxConcurrentReconciles int
 
@@ -155,16 +181,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			ByObject: map[client.Object]cache.ByObject{
 				// Its own certificate Secret only; RBAC allows no more.
 				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-				// Only what the operator writes, not every ConfigMap and Pod
-				// of the cluster.
+				// Only what the operator writes, not every ConfigMap of the
+				// cluster. Pods, StatefulSets and Services are watched only
+				// in the operand namespaces (operandCacheOptions).
 				&corev1.ConfigMap{}: {Label: managedBy},
-				&corev1.Pod{}:       {Label: managedBy},
-				// The Guestbook reconciler reads its managed fields to see
-				// which fields of its StatefulSets and Services another
-				// writer took over (a scale, a selector edit), so these few
-				// objects keep them.
-				&appsv1.StatefulSet{}: {Transform: keepManagedFields},
-				&corev1.Service{}:     {Transform: keepManagedFields},
 			},
 		},
 		Metrics:                       metricsOptions(o),
@@ -260,8 +280,13 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
+	operands := &operandcache.Caches{Config: cfg, Options: operandCacheOptions(mgr)}
+	if err := mgr.Add(operands); err != nil {
+		return err
+	}
 	if err := (&reconcile.GuestbookReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+		Operands: operands, ServiceAccount: o.serviceAccount(),
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -362,4 +387,14 @@ func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error)
 		}
 		return serving(req)
 	}
+}
+
+// DefaultServiceAccount is the manager's ServiceAccount in config/rbac.
+const DefaultServiceAccount = "myoperator-controller-manager"
+
+func (o Options) serviceAccount() string {
+	if o.ServiceAccount != "" {
+		return o.ServiceAccount
+	}
+	return o.Namespace + "/" + DefaultServiceAccount
 }

@@ -28,7 +28,6 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
@@ -45,21 +44,17 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drinks"}},
+		// The install ships the default operand namespace with the
+		// operator's RoleBinding there; team-b has none.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guestbook"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
 	} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rbac, err := manifests.Render("config/rbac")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range rbac {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatalf("installing config/rbac %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	installRBAC(ctx, t, admin)
 
 	// A token of the ServiceAccount, and a config that carries nothing else.
 	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx,
@@ -150,6 +145,53 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 		return ""
 	})
 	checkSecureMetrics(ctx, t, cfg, admin, metricsAddr)
+	checkOperandNamespaceRights(ctx, t, admin, gb)
+}
+
+// checkOperandNamespaceRights: moved to a namespace where the operator has
+// no RoleBinding, the Guestbook says exactly which binding to create and its
+// operands stay; once an admin creates it, the operator works there without
+// a restart.
+func checkOperandNamespaceRights(ctx context.Context, t *testing.T, admin client.Client, gb *webappv1.Guestbook) {
+	t.Helper()
+	oc := &operatorv1alpha1.OperatorConfig{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+		t.Fatal(err)
+	}
+	oc.Spec.Guestbook.Namespace = "team-b"
+	if err := admin.Update(ctx, oc); err != nil {
+		t.Fatal(err)
+	}
+	const bind = "kubectl create rolebinding myoperator-guestbook-operands -n team-b --clusterrole=myoperator-guestbook-operands --serviceaccount=myoperator-system:myoperator-controller-manager"
+	testenv.Eventually(t, 30*time.Second, func() string {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(gb), gb); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(gb.Status.Conditions, webappv1.ConditionReady)
+		if c == nil || c.Reason != "OperandNamespaceForbidden" || !strings.Contains(c.Message, bind) {
+			return fmt.Sprintf("Ready %+v, want OperandNamespaceForbidden naming %q", c, bind)
+		}
+		return ""
+	})
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: gb.Name}, &appsv1.StatefulSet{}); err != nil {
+		t.Fatalf("the operands left namespace guestbook although team-b is forbidden: %v", err)
+	}
+	if err := admin.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "myoperator-guestbook-operands"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "myoperator-guestbook-operands"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: operatorNS, Name: "myoperator-controller-manager"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() string {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: gb.Name}, &appsv1.StatefulSet{}); err != nil {
+			return "no StatefulSet in team-b after the RoleBinding: " + err.Error()
+		}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: gb.Name}, &corev1.Service{}); err != nil {
+			return "no Service in team-b after the RoleBinding: " + err.Error()
+		}
+		return ""
+	})
 }
 
 // checkSecureMetrics: /metrics refuses a caller without a token (401) and

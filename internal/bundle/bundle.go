@@ -71,6 +71,16 @@ func Generate(dir, version string) error {
 		pdb.SetNamespace("")
 		files[filepath.Join("manifests", PDBFile(pdb.GetName()))] = pdb.Object
 	}
+	// The rights on Guestbook operands are granted per namespace by binding
+	// this ClusterRole there; the bundle ships the role, and an admin (or
+	// the Guestbook's status, which names the exact command) binds it in
+	// the operand namespace, since a CSV's permissions cover only the
+	// operator's own namespace.
+	for _, cr := range manifests.OfKind(all, "ClusterRole") {
+		if cr.GetName() == OperandsClusterRole {
+			files[filepath.Join("manifests", cr.GetName()+"_rbac.authorization.k8s.io_v1_clusterrole.yaml")] = cr.Object
+		}
+	}
 	ann := map[string]any{}
 	for _, a := range Annotations {
 		ann[a[0]] = a[1]
@@ -93,6 +103,10 @@ func Generate(dir, version string) error {
 	df.WriteString("COPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\n")
 	return os.WriteFile(filepath.Join(filepath.Dir(dir), "bundle.Dockerfile"), []byte(df.String()), 0o644)
 }
+
+// OperandsClusterRole grants the rights on Guestbook operands; it is
+// bound per operand namespace (config/rbac/guestbook_operands_role.yaml).
+const OperandsClusterRole = "myoperator-guestbook-operands"
 
 // PDBFile is the bundle manifest of the PodDisruptionBudget name.
 func PDBFile(name string) string { return name + "_policy_v1_poddisruptionbudget.yaml" }

@@ -41,8 +41,10 @@ func TestServerSideDryRun(t *testing.T) {
 	}
 	// A dry-run creates nothing, so the namespaced objects need their
 	// namespace for real.
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "myoperator-system"}}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{"myoperator-system", "guestbook"} {
+		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	root, err := testenv.RepoRoot()
 	if err != nil {

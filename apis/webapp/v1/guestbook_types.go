@@ -65,6 +65,13 @@ type GuestbookStatus struct {
 	// +listType=atomic
 	Standby []string `json:"standby,omitempty"`
 
+	// OperandNamespace is the namespace the Guestbook's operands run in.
+	// When the OperatorConfig moves them, it names the old namespace until
+	// the operands there are deleted, which happens only once the new ones
+	// are Ready.
+	// +optional
+	OperandNamespace string `json:"operandNamespace,omitempty"`
+
 	// ObservedGeneration is the generation of the spec that the status
 	// describes.
 	// +optional
@@ -83,6 +90,7 @@ type GuestbookStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=gb,categories=myoperator
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Operands",type=string,JSONPath=`.status.operandNamespace`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

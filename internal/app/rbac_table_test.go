@@ -1,0 +1,122 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// managerSA is the manager's ServiceAccount as the API server authenticates
+// it.
+const managerSA = "system:serviceaccount:myoperator-system:myoperator-controller-manager"
+
+// TestRBACTable asks the API server (SubjectAccessReview, the authorizer
+// the cluster really uses) what the manager's ServiceAccount may do with
+// the RBAC of config/rbac installed: every right it needs, and the rights an
+// operator must not hold (docs/SECURITY.md explains each).
+func TestRBACTable(t *testing.T) {
+	_, _, admin := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	for _, ns := range []string{operatorNS, "guestbook", "team-b"} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installRBAC(ctx, t, admin)
+	type q struct {
+		verb, group, resource, ns, name string
+		allowed                         bool
+	}
+	table := []q{
+		// What it does everywhere: Drinks and their ConfigMaps.
+		{"watch", "example.com", "drinks", "", "", true},
+		{"patch", "example.com", "drinks", "team-b", "", true},
+		{"patch", "example.com", "drinks/status", "team-b", "", true},
+		{"create", "", "configmaps", "team-b", "", true},
+		{"patch", "", "configmaps", "team-b", "", true},
+		{"list", "", "configmaps", "", "", true},
+		{"create", "events.k8s.io", "events", "team-b", "", true},
+		{"watch", "webapp.my.domain", "guestbooks", "", "", true},
+		{"patch", "operator.example.com", "operatorconfigs/status", "", "cluster", true},
+		// Guestbook operands, in the operand namespace only.
+		{"create", "apps", "statefulsets", "guestbook", "", true},
+		{"patch", "", "services", "guestbook", "", true},
+		{"patch", "", "pods", "guestbook", "", true},
+		{"list", "", "pods", "guestbook", "", true},
+		{"delete", "", "configmaps", "guestbook", "", true},
+		// Its own namespace: the certificate Secret and the Lease.
+		{"update", "", "secrets", operatorNS, "myoperator-webhook-server-cert", true},
+		{"update", "coordination.k8s.io", "leases", operatorNS, "myoperator.example.com", true},
+		// CA injection, limited by name to its own objects.
+		{"patch", "apiextensions.k8s.io", "customresourcedefinitions", "", "drinks.example.com", true},
+		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "myoperator-validating-webhook-configuration", true},
+		{"create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", true},
+
+		// What it must not do.
+		{"patch", "", "pods", "kube-system", "", false},
+		{"patch", "", "pods", "team-b", "", false},
+		{"create", "apps", "statefulsets", "default", "", false},
+		{"delete", "apps", "deployments", "guestbook", "", false},
+		{"update", "", "services", "kube-system", "", false},
+		{"delete", "", "configmaps", "team-b", "", false},
+		{"delete", "", "configmaps", "", "", false},
+		{"get", "", "secrets", "kube-system", "", false},
+		{"list", "", "secrets", "", "", false},
+		{"create", "", "namespaces", "", "", false},
+		{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", false},
+		{"patch", "apiextensions.k8s.io", "customresourcedefinitions", "", "things.example.org", false},
+		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses-webhook", false},
+		{"delete", "example.com", "drinks", "team-b", "", false},
+		{"delete", "webapp.my.domain", "guestbooks", "", "", false},
+		{"update", "operator.example.com", "operatorconfigs", "", "cluster", false},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", "team-b", "", false},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
+		{"impersonate", "", "serviceaccounts", "", "", false},
+		{"create", "", "pods/exec", "guestbook", "", false},
+		{"update", "coordination.k8s.io", "leases", "kube-system", "", false},
+	}
+	for _, tt := range table {
+		name := fmt.Sprintf("%s %s/%s ns=%q name=%q", tt.verb, tt.group, tt.resource, tt.ns, tt.name)
+		t.Run(name, func(t *testing.T) {
+			resource, sub, _ := strings.Cut(tt.resource, "/")
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   managerSA,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: tt.verb, Group: tt.group, Resource: resource, Subresource: sub, Namespace: tt.ns, Name: tt.name,
+				},
+			}}
+			if err := admin.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != tt.allowed {
+				t.Errorf("allowed=%v, want %v (%s)", sar.Status.Allowed, tt.allowed, sar.Status.Reason)
+			}
+		})
+	}
+	t.Logf("%d questions asked", len(table))
+}
+
+// installRBAC installs config/rbac as kustomize renders it; the namespaces
+// it binds roles in must exist.
+func installRBAC(ctx context.Context, t *testing.T, admin client.Client) {
+	t.Helper()
+	rbac, err := manifests.Render("config/rbac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rbac {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("installing config/rbac %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
