@@ -19,12 +19,12 @@ import (
 type State string
 
 const (
-	// StateAccepted: the OperatorConfig is valid and in force.
+	// StateAccepted means the OperatorConfig is valid and in force.
 	StateAccepted State = "Accepted"
-	// StateInvalid: the OperatorConfig breaks a rule (its webhook was
+	// StateInvalid means the OperatorConfig breaks a rule (its webhook was
 	// bypassed); the operator keeps the last accepted configuration.
 	StateInvalid State = "Invalid"
-	// StateMissing: there is no OperatorConfig; the operator keeps the last
+	// StateMissing means there is no OperatorConfig; the operator keeps the last
 	// accepted configuration.
 	StateMissing State = "Missing"
 )

@@ -34,8 +34,9 @@ func config(uid types.UID, mutate func(*operatorv1alpha1.OperatorConfigSpec)) *o
 	return c
 }
 
-func record(uid types.UID, mutate func(*operatorv1alpha1.OperatorConfigSpec)) *opconfig.Record {
-	res := opconfig.Resolve(config(uid, mutate), nil, operatorNS)
+// record is what the operator recorded after accepting OperatorConfig "a".
+func record(mutate func(*operatorv1alpha1.OperatorConfigSpec)) *opconfig.Record {
+	res := opconfig.Resolve(config("a", mutate), nil, operatorNS)
 	return res.Record
 }
 
@@ -64,40 +65,40 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "first config accepted", c: config("a", teamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Info", recorded: true},
 		{name: "missing, never accepted: defaults", state: opconfig.StateMissing, ns: defaults.GuestbookNamespace, mgmt: "Managed", level: "Info"},
-		{name: "missing keeps the accepted config", rec: record("a", unmanagedTeamA), state: opconfig.StateMissing, ns: "team-a", mgmt: "Unmanaged", level: "Info", fromStore: true},
+		{name: "missing keeps the accepted config", rec: record(unmanagedTeamA), state: opconfig.StateMissing, ns: "team-a", mgmt: "Unmanaged", level: "Info", fromStore: true},
 		{name: "invalid keeps the accepted config",
 			c: config("a", func(s *operatorv1alpha1.OperatorConfigSpec) {
 				s.Guestbook.Namespace = "kube-system"
 				s.LogLevel = "Debug"
 			}),
-			rec: record("a", unmanagedTeamA), state: opconfig.StateInvalid, ns: "team-a", mgmt: "Unmanaged", level: "Info", fromStore: true},
+			rec: record(unmanagedTeamA), state: opconfig.StateInvalid, ns: "team-a", mgmt: "Unmanaged", level: "Info", fromStore: true},
 		{name: "invalid, never accepted: defaults",
 			c:     config("a", func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "default" }),
 			state: opconfig.StateInvalid, ns: defaults.GuestbookNamespace, mgmt: "Managed", level: "Info"},
 		{name: "recreated with defaults keeps the namespace, takes the rest",
 			c:   config("b", func(s *operatorv1alpha1.OperatorConfigSpec) { s.LogLevel = "Debug" }),
-			rec: record("a", unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Debug", kept: 1, recorded: true},
+			rec: record(unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Debug", kept: 1, recorded: true},
 		{name: "recreated Unmanaged stays Unmanaged",
 			c:   config("b", func(s *operatorv1alpha1.OperatorConfigSpec) { s.ManagementState = "Unmanaged" }),
-			rec: record("a", unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Unmanaged", level: "Info", kept: 1, recorded: true},
+			rec: record(unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Unmanaged", level: "Info", kept: 1, recorded: true},
 		{name: "edit of the accepted config moves operands",
 			c:   config("a", func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "team-b" }),
-			rec: record("a", teamA), state: opconfig.StateAccepted, ns: "team-b", mgmt: "Managed", level: "Info", recorded: true},
+			rec: record(teamA), state: opconfig.StateAccepted, ns: "team-b", mgmt: "Managed", level: "Info", recorded: true},
 		{name: "edit of the accepted config resumes management",
 			c:   config("a", teamA),
-			rec: record("a", unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Info", recorded: true},
+			rec: record(unmanagedTeamA), state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Info", recorded: true},
 		{name: "an unrelated edit of a recreated config moves nothing",
 			c: config("b", func(s *operatorv1alpha1.OperatorConfigSpec) { s.LogLevel = "Error" }),
 			rec: func() *opconfig.Record {
 				// The record after the recreated config "b" was accepted:
 				// its spec says the default namespace, the operands stay.
-				r := opconfig.Resolve(config("b", nil), record("a", teamA), operatorNS).Record
+				r := opconfig.Resolve(config("b", nil), record(teamA), operatorNS).Record
 				return r
 			}(),
 			state: opconfig.StateAccepted, ns: "team-a", mgmt: "Managed", level: "Error", kept: 1, recorded: true},
 		{name: "an edit of the namespace of a recreated config moves",
 			c:     config("b", func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "team-c" }),
-			rec:   opconfig.Resolve(config("b", nil), record("a", teamA), operatorNS).Record,
+			rec:   opconfig.Resolve(config("b", nil), record(teamA), operatorNS).Record,
 			state: opconfig.StateAccepted, ns: "team-c", mgmt: "Managed", level: "Info", recorded: true},
 	}
 	for _, tt := range tests {
@@ -117,7 +118,7 @@ func TestResolve(t *testing.T) {
 
 // TestRecordConfigMapRoundTrip: what is persisted reads back the same.
 func TestRecordConfigMapRoundTrip(t *testing.T) {
-	rec := record("a", unmanagedTeamA)
+	rec := record(unmanagedTeamA)
 	cm, err := opconfig.RecordConfigMap(operatorNS, rec)
 	if err != nil {
 		t.Fatal(err)
