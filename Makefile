@@ -198,21 +198,29 @@ docker-push: ## Push the image IMG.
 
 ##@ Deployment
 
+# What deploy installs (the CRDs, the Guestbook operand namespace and the
+# operator; another kustomization under config/ for example config/e2e) and
+# what undeploy removes (the operator alone: users' data stays).
+DEPLOY_CONFIG ?= config/default
+UNDEPLOY_CONFIG ?= config/operator
+# make uninstall deletes only with CONFIRM=yes.
+CONFIRM ?=
+
 .PHONY: install
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.
 	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: uninstall
-uninstall: ## Remove the CRDs (and every custom resource) from the cluster.
-	$(KUBECTL) delete --ignore-not-found -k config/crd
+uninstall: ## Delete the CRDs and every Drink, Guestbook, OperatorConfig: prints what and where, deletes only with CONFIRM=yes.
+	KUBECTL="$(KUBECTL)" CONFIRM="$(CONFIRM)" hack/uninstall.sh
 
 .PHONY: deploy
-deploy: manifests ## Deploy the whole operator with image IMG (kustomize config/default).
-	hack/render-default.sh $(IMG) | $(KUBECTL) apply --server-side -f -
+deploy: manifests ## Deploy the operator with image IMG (config/default: CRDs, operand namespace, operator; or DEPLOY_CONFIG).
+	hack/render-default.sh $(IMG) $(DEPLOY_CONFIG) | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: ## Remove everything deploy installed.
-	hack/render-default.sh $(IMG) | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: ## Remove the operator (config/operator); CRDs, custom resources and operands stay.
+	$(KUBECTL) delete --ignore-not-found --wait=true -k $(UNDEPLOY_CONFIG)
 
 ##@ Tools
 

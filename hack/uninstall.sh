@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# make uninstall: deletes the project's CRDs (config/crd) and with them every
+# Drink, Guestbook and OperatorConfig in the cluster, and through garbage
+# collection their operands (Drink ConfigMaps; Guestbook StatefulSets,
+# Services, ConfigMaps and pods). That is users' data, so it first prints
+# what it would delete: how many objects of each kind, in which namespaces.
+# It deletes only with CONFIRM=yes; without it, it deletes nothing and exits
+# 1 with a message naming the flag. With no CRD installed there is nothing
+# to delete and it exits 0.
+#
+# Usage: [KUBECTL="kubectl --kubeconfig FILE"] [CONFIRM=yes] hack/uninstall.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+read -r -a kc <<<"${KUBECTL:-kubectl}"
+confirm=${CONFIRM:-}
+
+# The CRDs config/crd ships that the cluster has.
+if ! installed=$("${kc[@]}" get --ignore-not-found -k "$root/config/crd" -o name 2>&1); then
+  echo "uninstall: cannot read the CRDs: $installed" >&2
+  exit 1
+fi
+if [ -z "$installed" ]; then
+  echo "uninstall: none of the CRDs of config/crd is installed; nothing to delete."
+  exit 0
+fi
+
+# tally RESOURCE KEY: how many objects of RESOURCE there are in all, then
+# "count key" lines grouped by the jsonpath KEY (namespace, operand
+# namespace or name; "(none yet)" when empty). Fails when the objects cannot
+# be listed.
+tally() {
+  local list
+  # One line per object, "=" first so that an empty key still makes a line.
+  list=$("${kc[@]}" get "$1" --all-namespaces -o "jsonpath={range .items[*]}={$2}{\"\\n\"}{end}" 2>&1) || { echo "$list"; return 1; }
+  list=$(grep '^=' <<<"$list" | sed 's/^=$/=(none yet)/; s/^=//') || true
+  if [ -z "$list" ]; then echo 0; return; fi
+  wc -l <<<"$list"
+  sort <<<"$list" | uniq -c
+}
+
+# plural N WORD: "1 Drink", "3 Drinks".
+plural() { if [ "$1" = 1 ]; then echo "$1 $2"; else echo "$1 $2s"; fi; }
+
+counted=true
+echo "uninstall: deleting the CRDs deletes every object of their kinds in the whole cluster:"
+for crd in $installed; do
+  crd=${crd#*/}
+  case $crd in
+    drinks.example.com) kind=Drink key=.metadata.namespace where="in namespace" ;;
+    guestbooks.webapp.my.domain) kind=Guestbook key=.status.operandNamespace where="cluster-scoped, operands in namespace" ;;
+    operatorconfigs.operator.example.com) kind=OperatorConfig key=.metadata.name where="cluster-scoped, named" ;;
+    *) kind=$crd key=.metadata.name where="named" ;;
+  esac
+  if ! out=$(tally "$crd" "$key"); then
+    echo "  $crd: cannot list: $out"
+    counted=false
+    continue
+  fi
+  total=$(head -n1 <<<"$out")
+  groups=$(tail -n +2 <<<"$out")
+  n=$(sed '/^$/d' <<<"$groups" | wc -l)
+  if [ "$total" = 0 ]; then
+    echo "  $(plural 0 "$kind") ($crd)"
+    continue
+  fi
+  [ "$n" = 1 ] || where="${where/namespace/namespaces}"
+  echo "  $(plural "$total" "$kind") ($crd), $where:"
+  # uniq -c leaves "  N key"; a Guestbook not reconciled yet has no
+  # operand namespace: "(none yet)".
+  while read -r count name; do
+    printf '      %5d  %s\n' "$count" "$name"
+  done <<<"$groups"
+done
+echo "  and, through garbage collection, what the operator made for them: Drink ConfigMaps; Guestbook StatefulSets, Services, ConfigMaps and pods."
+
+if deployed=$("${kc[@]}" get deployments --all-namespaces -l app.kubernetes.io/name=myoperator,control-plane=controller-manager -o name 2>/dev/null) && [ -n "$deployed" ]; then
+  echo "uninstall: note: the operator is still deployed ($deployed); make undeploy removes it and keeps the CRDs."
+fi
+
+if [ "$confirm" != yes ]; then
+  $counted || echo "uninstall: some objects could not be counted (above)." >&2
+  echo "uninstall: nothing deleted. To delete the CRDs and every object above, run: make uninstall CONFIRM=yes" >&2
+  exit 1
+fi
+$counted || echo "uninstall: CONFIRM=yes given although some objects could not be counted (above); deleting." >&2
+echo "uninstall: CONFIRM=yes: deleting the CRDs; kubectl waits until the API server has removed every object of their kinds..."
+"${kc[@]}" delete --ignore-not-found --wait=true -k "$root/config/crd"
+echo "uninstall: done."

@@ -1,0 +1,47 @@
+package installtargets_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/example/myoperator/internal/manifests"
+)
+
+// TestOperatorOverlayKeepsUsersData: config/default is exactly its three
+// parts, and config/operator, which make undeploy and kubectl delete -k
+// remove, holds no CRD and no namespace but the operator's own, so that
+// removing the operator never deletes the CRDs (and with them every custom
+// resource) or the Guestbook operand namespace (and every operand in it).
+func TestOperatorOverlayKeepsUsersData(t *testing.T) {
+	ids := func(dir string) map[string]bool {
+		t.Helper()
+		objs, err := manifests.Render(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		for _, o := range objs {
+			set[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = true
+		}
+		return set
+	}
+	operator := ids("config/operator")
+	for id := range operator {
+		if kind, _, _ := strings.Cut(id, " "); (kind == "CustomResourceDefinition" || kind == "Namespace") && id != "Namespace /myoperator-system" {
+			t.Errorf("config/operator (make undeploy deletes it) holds %s", id)
+		}
+	}
+	parts := map[string]bool{}
+	for _, dir := range []string{"config/crd", "config/operand-namespace", "config/operator"} {
+		maps.Copy(parts, ids(dir))
+	}
+	if def := ids("config/default"); !maps.Equal(def, parts) {
+		t.Errorf("config/default renders\n%v\nits parts config/crd, config/operand-namespace and config/operator\n%v",
+			slices.Sorted(maps.Keys(def)), slices.Sorted(maps.Keys(parts)))
+	}
+	if !parts["Namespace /guestbook"] || len(ids("config/crd")) != 3 {
+		t.Errorf("config/default lost the operand namespace or a CRD: %v", slices.Sorted(maps.Keys(parts)))
+	}
+}
