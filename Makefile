@@ -109,6 +109,12 @@ test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deploym
 test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass Pod Security restricted; a broken pod spec does not.
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/test-pod-security.sh
 
+.PHONY: test-make-run
+test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install-local, make run, kubectl apply -k config/samples/; all five samples Ready, Drink ConfigMaps in their layouts.
+	go test -count=1 -exec /bin/true ./internal/userpaths/ >/dev/null  # compile outside the namespace, run nothing
+	go build -o /dev/null .  # make run's go run then only links
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./internal/userpaths/ -run TestMakeRun
+
 E2E_ARGS ?=
 
 .PHONY: test-e2e
@@ -118,7 +124,7 @@ test-e2e: k8s-binaries build ## End-to-end suites (e2e-framework) on a kwok clus
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 
 .PHONY: ci
-ci: verify lint kube-score test test-dev-cluster test-pod-security test-image test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image and e2e checks.
+ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image and e2e checks.
 
 ##@ Kubernetes binaries and local cluster
 
@@ -137,18 +143,23 @@ dev-cluster: k8s-binaries ## Start a local kwok cluster (real control plane, fak
 dev-cluster-down: ## Delete the local kwok cluster.
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER) $(DEV_KUBECONFIG)
 
-.PHONY: run
-run: manifests generate ## Run the manager from your host against the current kubeconfig (no webhook server).
-	go run . --disable-webhooks --metrics-secure=false --health-probe-bind-address=:8081 --zap-devel
+# make run serves the webhooks on https://localhost:$(RUN_WEBHOOK_PORT) and its
+# probes on $(RUN_PROBE_ADDR); make install-local points the API server at the
+# same port, so give both the same RUN_WEBHOOK_PORT.
+RUN_WEBHOOK_PORT ?= 9443
+RUN_PROBE_ADDR ?= 127.0.0.1:8081
 
 .PHONY: install-local
-install-local: manifests ## Install CRDs and webhook configurations that call a manager on this host (see run-local).
-	$(KUBECTL) apply --server-side -k config/local
+install-local: manifests ## Install what make run needs: CRDs, webhooks called on https://localhost:9443 (RUN_WEBHOOK_PORT), namespaces, cert Secret.
+	$(KUBECTL) kustomize config/local | sed 's#https://localhost:9443/#https://localhost:$(RUN_WEBHOOK_PORT)/#' | $(KUBECTL) apply --server-side -f -
+
+.PHONY: run
+run: manifests generate ## Run the manager on this host against the current kubeconfig, serving its webhooks with its own certificates (after make install-local).
+	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-port=$(RUN_WEBHOOK_PORT) \
+		--webhook-extra-dns-names=localhost --metrics-bind-address=0 --health-probe-bind-address=$(RUN_PROBE_ADDR) --zap-devel
 
 .PHONY: run-local
-run-local: ## Run the manager here with its webhooks on https://localhost:9443 and its own certificates (after install-local).
-	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-extra-dns-names=localhost \
-		--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:8081 --zap-devel
+run-local: run ## Same as make run (its former name).
 
 ##@ Benchmarks
 

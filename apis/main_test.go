@@ -17,11 +17,13 @@ import (
 var (
 	cfg *rest.Config
 	k8s client.Client
+	// kubeconfig is a file for kubectl, which the tests run as users do.
+	kubeconfig string
 )
 
 // TestMain starts the project-built kube-apiserver with the CRDs of
-// config/crd and a webhook server that serves Drink conversion, so that every
-// version can be written and read.
+// config/crd and the operator's manager (webhooks and reconcilers), so that
+// every version can be written and read, and writes a kubeconfig for kubectl.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -48,5 +50,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	kc, remove, err := testenv.WriteKubeconfig(env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	kubeconfig = kc
 	return m.Run()
 }

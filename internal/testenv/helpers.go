@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,4 +48,20 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// WriteKubeconfig writes the environment's administrator kubeconfig into a
+// new temporary folder, for kubectl, and returns its path and a func that
+// removes the folder.
+func WriteKubeconfig(env *envtest.Environment) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "kubeconfig-")
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, env.KubeConfig, 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { _ = os.RemoveAll(dir) }, nil
 }
