@@ -223,7 +223,7 @@ install: manifests ## Install the CRDs into the cluster of the current kubeconfi
 
 .PHONY: uninstall
 uninstall: ## Delete the CRDs and every Drink, Guestbook, OperatorConfig: prints what and where, deletes only with CONFIRM=yes.
-	KUBECTL="$(KUBECTL)" CONFIRM="$(CONFIRM)" hack/uninstall.sh
+	@KUBECTL="$(KUBECTL)" CONFIRM="$(CONFIRM)" hack/uninstall.sh
 
 .PHONY: deploy
 deploy: manifests ## Deploy the operator with image IMG (config/default: CRDs, operand namespace, operator; or DEPLOY_CONFIG).

@@ -66,7 +66,8 @@ var lifecycleDrinks = []struct {
 // and every operand keep their UIDs); `make deploy` (the suite's image,
 // config/e2e) brings it back, and it reconciles the same objects in place:
 // the changes made while it was away (a Drink ConfigMap key, the Service
-// selector) are corrected with every UID unchanged. Then `make uninstall`
+// selector) are corrected with every UID unchanged, and every Drink reads
+// through every version again (the new CA injected into the kept CRD). Then `make uninstall`
 // without CONFIRM=yes prints the counts, exits non-zero and deletes nothing.
 func removalKeepsUsersData() features.Feature {
 	var before map[string]types.UID
@@ -186,6 +187,19 @@ func removalKeepsUsersData() features.Feature {
 				}
 			}
 			conditionTrueWithin("guestbook", "", lifecycleGuestbook, "Ready", settle)(ctx, t, cfg)
+			// The CRDs stayed with the old operator's CA; the new one
+			// injects its own, so every version reads again.
+			testenv.Eventually(t, settle, func() string {
+				for _, ns := range lifecycleNamespaces {
+					for _, v := range []string{"v1alpha1", "v1beta1"} {
+						out, err := kubectl(cfg, "get", "drinks."+v+".example.com", "-n", ns, "-o", "jsonpath={.items[*].metadata.name}")
+						if err != nil || out != "alpha beta one" {
+							return fmt.Sprintf("Drinks in %s through %s: %q (%v)", ns, v, out, err)
+						}
+					}
+				}
+				return ""
+			})
 			expectUIDs(ctx, t, before, "after make deploy")
 			oc := &operatorv1alpha1.OperatorConfig{}
 			if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
