@@ -41,7 +41,7 @@ func run() error {
 	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to; empty for all.")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&o.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook server's tls.crt and tls.key.")
-	flag.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "Run without the webhook server (for make run outside the cluster).")
+	flag.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "Run without the webhook server, for a replica whose webhooks another one serves (tests); conversion, defaulting and validation then need that other replica.")
 	flag.BoolVar(&manageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager provides them.")
 	flag.StringVar(&certSecret, "webhook-cert-secret", app.DefaultCertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate.")
 	flag.StringVar(&extraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")

@@ -104,9 +104,9 @@ type Options struct {
 	WebhookPort int
 	CertDir     string
 
-	// DisableWebhooks runs without a webhook server (make run on a laptop,
-	// where the API server cannot reach it): conversion, defaulting and
-	// validation then need the in-cluster deployment.
+	// DisableWebhooks runs without a webhook server, for a replica whose
+	// webhooks another one serves (tests): conversion, defaulting and
+	// validation then need that other replica. make run serves them.
 	DisableWebhooks bool
 
 	// Certs configures the operator's own certificate management; nil
