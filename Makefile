@@ -231,7 +231,7 @@ deploy: manifests ## Deploy the operator with image IMG (config/default: CRDs, o
 
 .PHONY: undeploy
 undeploy: ## Remove the operator (config/operator); CRDs, custom resources and operands stay.
-	$(KUBECTL) delete --ignore-not-found --wait=true -k $(UNDEPLOY_CONFIG)
+	KUBECTL="$(KUBECTL)" hack/undeploy.sh $(UNDEPLOY_CONFIG)
 
 ##@ Tools
 

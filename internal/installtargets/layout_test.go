@@ -1,7 +1,10 @@
 package installtargets_test
 
 import (
+	"errors"
 	"maps"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,5 +46,17 @@ func TestOperatorOverlayKeepsUsersData(t *testing.T) {
 	}
 	if !parts["Namespace /guestbook"] || len(ids("config/crd")) != 3 {
 		t.Errorf("config/default lost the operand namespace or a CRD: %v", slices.Sorted(maps.Keys(parts)))
+	}
+}
+
+// TestUndeployRefusesCRDs: make undeploy pointed at a kustomization with
+// the CRDs (UNDEPLOY_CONFIG=config/default) deletes nothing and says which
+// target removes the CRDs; it stops before it reaches any cluster.
+func TestUndeployRefusesCRDs(t *testing.T) {
+	out, err := run(t, filepath.Join(t.TempDir(), "no-cluster"), "make", "undeploy", "UNDEPLOY_CONFIG=config/default")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(out, "undeploy: config/default holds CustomResourceDefinitions") ||
+		!strings.Contains(out, "nothing deleted") {
+		t.Fatalf("make undeploy UNDEPLOY_CONFIG=config/default: %v, want a refusal:\n%s", err, out)
 	}
 }
