@@ -14,9 +14,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a kc <<<"${KUBECTL:-kubectl}"
 confirm=${CONFIRM:-}
 
-# The CRDs config/crd ships that the cluster has.
-if ! installed=$("${kc[@]}" get --ignore-not-found -k "$root/config/crd" -o name 2>&1); then
-  echo "uninstall: cannot read the CRDs: $installed" >&2
+# The CRDs config/crd ships that the cluster has (kubectl's warnings, if
+# any, kept apart from the names).
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
+if ! installed=$("${kc[@]}" get --ignore-not-found -k "$root/config/crd" -o name 2>"$errors"); then
+  echo "uninstall: cannot read the CRDs: $(cat "$errors")" >&2
   exit 1
 fi
 if [ -z "$installed" ]; then
