@@ -35,6 +35,22 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 help: ## Show every target with one line each.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
+##@ Demo
+
+.PHONY: demo
+demo: ## The operator from its image on a local kwok cluster, samples applied, summary printed (as root; a second run reuses it).
+	@hack/demo.sh preflight
+	@$(MAKE) --no-print-directory k8s-binaries build
+	@K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Remove everything make demo started: pod runner, containers, cluster, bin/demo.
+	@K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/demo.sh down
+
+.PHONY: test-demo
+test-demo: ## make demo twice (the second reuses everything), its printed kubectl commands, make demo-down leaving nothing behind.
+	NETNS=$(NETNS) hack/test-demo.sh
+
 ##@ Development
 
 .PHONY: manifests
@@ -124,7 +140,7 @@ test-e2e: k8s-binaries build ## End-to-end suites (e2e-framework) on a kwok clus
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 
 .PHONY: ci
-ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image and e2e checks.
+ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks.
 
 ##@ Kubernetes binaries and local cluster
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# make test-demo: make demo prints the summary and exits 0, a second make demo
+# reuses everything and rebuilds nothing, the kubectl commands the summary
+# prints work as printed, and make demo-down leaves no process, container,
+# mount, cluster or file of the demo behind. Run as root from the repository.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+NETNS=${NETNS:-myoperator-test}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failures=0
+check() { # check DESCRIPTION COMMAND...
+  if "${@:2}"; then echo "test-demo: ok: $1"; else echo "test-demo: FAIL: $1" >&2; failures=$((failures + 1)); fi
+}
+has() { grep -qE -- "$2" "$1"; }
+hasnt() { ! grep -qE -- "$2" "$1"; }
+
+if [ -e bin/demo/podrunner.pid ] || [ -e bin/demo.kubeconfig ]; then
+  echo "test-demo: a demo seems to be up (bin/demo); it would be taken down: run make demo-down first" >&2
+  exit 1
+fi
+
+t0=$SECONDS
+make --no-print-directory demo >"$out/first" 2>&1 || { cat "$out/first"; echo "test-demo: FAIL: make demo exited non-zero" >&2; make --no-print-directory demo-down || true; exit 1; }
+first=$((SECONDS - t0))
+echo "test-demo: make demo took ${first}s"
+f=$out/first
+# The summary: each Drink's ConfigMap in its version's layout (keys sorted by
+# the template), the Guestbook with an active pod, the OperatorConfig.
+check "v1alpha1 Drink: ConfigMap keys drink name" has "$f" '^  default +drink-sample-v1alpha1 +v1alpha1 +drink-sample-v1alpha1 +drink name $'
+check "v1beta1 Drink: ConfigMap keys drink name size sugar" has "$f" '^  default +drink-sample-v1beta1 +v1beta1 +drink-sample-v1beta1 +drink name size sugar $'
+check "v1 Drink: ConfigMap keys beverage displayName extras size sugarCubes" has "$f" '^  default +drink-sample-v1 +v1 +drink-sample-v1 +beverage displayName extras size sugarCubes $'
+check "every Drink read through v1alpha1 (a v1 Drink too)" has "$f" '^  default +drink-sample-v1 +Evening cocoa +cocoa$'
+check "the Guestbook with its active pod, Ready" has "$f" '^  guestbook-sample +3 +guestbook +guestbook-sample-[0-9] +.*True$'
+check "one active guestbook pod" test "$(grep -cE '^  guestbook-sample-[0-9] .* active$' "$f")" = 1
+check "OperatorConfig Available=True" has "$f" '^  Available +True '
+check "two operator pods ready" test "$(grep -cE '^  myoperator-controller-manager-.* ready=true ' "$f")" = 2
+check "the kubeconfig path" has "$f" "kubeconfig: $root/bin/demo.kubeconfig"
+# The three kubectl commands, run exactly as printed.
+grep -E '^  hack/netns.sh .* kubectl ' "$f" | sed 's/^  //' >"$out/commands"
+check "three kubectl commands printed" test "$(wc -l <"$out/commands")" = 3
+while read -r line; do
+  # shellcheck disable=SC2086 # the printed command line, split as a shell would
+  check "printed command works: $line" eval "$line >/dev/null"
+done <"$out/commands"
+pid=$(cat bin/demo/podrunner.pid)
+podman --cgroup-manager=cgroupfs ps --format '{{.Names}} {{.Image}}' --filter name=^demo- >"$out/containers"
+check "the operator's two manager containers run the demo's image" test "$(grep -cE '^demo-myoperator-controller-manager-.*-manager localhost/myoperator-demo:[0-9a-f]{16}$' "$out/containers")" = 2
+pods=$(cut -d' ' -f1 bin/demo/pods.txt)
+
+t0=$SECONDS
+make --no-print-directory demo >"$out/second" 2>&1 || { cat "$out/second"; echo "test-demo: FAIL: second make demo exited non-zero" >&2; failures=$((failures + 1)); }
+second=$((SECONDS - t0))
+echo "test-demo: second make demo took ${second}s"
+s=$out/second
+check "second run: image reused" has "$s" 'image localhost/myoperator-demo:[0-9a-f]{16}: up to date .* reused$'
+check "second run: cluster reused" has "$s" 'cluster myoperator-demo: running, reused'
+check "second run: same pod runner" has "$s" "pod runner: running \\(pid $pid\\), reused"
+check "second run: nothing built or created" hasnt "$s" 'building with podman|cluster .*: creating|restarting the operator'
+check "second run: the same operator pods" test "$(cut -d' ' -f1 bin/demo/pods.txt)" = "$pods"
+check "second run: the summary again" has "$s" '^  default +drink-sample-v1 +v1 +drink-sample-v1 +beverage displayName extras size sugarCubes $'
+
+t0=$SECONDS
+make --no-print-directory demo-down >"$out/down" 2>&1 || { cat "$out/down"; echo "test-demo: FAIL: make demo-down exited non-zero" >&2; failures=$((failures + 1)); }
+echo "test-demo: make demo-down took $((SECONDS - t0))s"
+# Checked here again, independently of what demo-down checks itself.
+check "down: no process of the demo (pod runner, cluster)" test -z "$(pgrep -af "$root/bin/demo" || true)"
+check "down: no demo container" test -z "$(podman --cgroup-manager=cgroupfs ps -a --format '{{.Names}}' --filter name=^demo- || true)"
+check "down: no mount under bin/demo" hasnt /proc/mounts " $root/bin/demo"
+check "down: no cluster myoperator-demo" test -z "$(KWOK_WORKDIR=$root/bin/demo/kwok bin/k8s/*/kwokctl get clusters 2>/dev/null | grep -x myoperator-demo || true)"
+check "down: no files" test ! -e bin/demo -a ! -e bin/demo.kubeconfig
+# The network namespace is shared with other targets: removed when nothing
+# else ran in it, kept (and said so) otherwise.
+check "down: network namespace removed or kept for others" has "$out/down" "network namespace $NETNS: (removed|kept, other processes)"
+
+if [ "$failures" -gt 0 ]; then
+  echo "--- first make demo:"; cat "$out/first"
+  echo "--- make demo-down:"; cat "$out/down"
+  echo "test-demo: $failures checks failed" >&2
+  exit 1
+fi
+echo "test-demo: all checks passed (make demo ${first}s, again ${second}s)"

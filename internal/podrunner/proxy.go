@@ -1,0 +1,88 @@
+package podrunner
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// ServiceProxy stands in for a Service on loopback: config/e2e points the
+// API server's webhook calls at https://localhost:9443, and this proxy
+// spreads connections over the operator pods' webhook ports, preferring
+// ready pods as a Service's endpoints do. It forwards TCP, so TLS passes
+// through untouched and the API server checks the operator's own serving
+// certificate.
+type ServiceProxy struct {
+	ln        net.Listener
+	endpoints func() (ready, rest []int)
+	next      atomic.Uint32
+}
+
+// StartServiceProxy listens on addr and forwards each connection to a port
+// that endpoints returns (for example Runner.Endpoints of the webhook
+// port), until Close.
+func StartServiceProxy(addr string, endpoints func() (ready, rest []int)) (*ServiceProxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &ServiceProxy{ln: ln, endpoints: endpoints}
+	go s.serve()
+	return s, nil
+}
+
+// Close stops accepting connections; those open finish on their own.
+func (s *ServiceProxy) Close() error { return s.ln.Close() }
+
+// serve accepts until Close. Other accept errors (too many open files)
+// pass: a long-running proxy waits a moment and accepts again.
+func (s *ServiceProxy) serve() {
+	for {
+		conn, err := s.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		go s.handle(conn)
+	}
+}
+
+// handle connects the client to the first endpoint that answers, starting
+// at a rotating offset among the ready ones.
+func (s *ServiceProxy) handle(conn net.Conn) {
+	ready, rest := s.endpoints()
+	n := int(s.next.Add(1))
+	var order []int
+	for i := range ready {
+		order = append(order, ready[(n+i)%len(ready)])
+	}
+	order = append(order, rest...)
+	for _, port := range order {
+		backend, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+		if err != nil {
+			continue
+		}
+		done := make(chan struct{}, 2)
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			if tc, ok := dst.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+			done <- struct{}{}
+		}
+		go pipe(backend, conn)
+		go pipe(conn, backend)
+		<-done
+		<-done
+		backend.Close()
+		conn.Close()
+		return
+	}
+	conn.Close()
+}

@@ -1,0 +1,818 @@
+package podrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+)
+
+// podman runs containers the way FACTS.md found to work on these machines:
+// cgroupfs and runc (crun and the default ulimits fail here).
+var podman = []string{"podman", "--cgroup-manager=cgroupfs", "--runtime", "/usr/sbin/runc"}
+
+// Podman returns the podman command line for args, with the global flags
+// every podman call of the runner uses.
+func Podman(args ...string) []string { return append(append([]string{}, podman...), args...) }
+
+// DefaultHostPortBase is where container ports go unless Config says
+// otherwise: a pod in slot s gets base + 100*s + i for its i-th port.
+// Replicas share the host network, so each needs ports of its own.
+const DefaultHostPortBase = 30000
+
+// maxBackoff caps the wait between two restarts of a container, or two
+// attempts at preparing a pod's volumes.
+const maxBackoff = 10 * time.Second
+
+// Config says which pods to run and where.
+type Config struct {
+	// Client reads the pods and asks for their ServiceAccount tokens.
+	Client kubernetes.Interface
+	// Namespace and Selector (a label selector) name the pods to run.
+	Namespace, Selector string
+	// APIServer is the cluster's https URL; the containers get it as
+	// KUBERNETES_SERVICE_HOST and _PORT, as in-cluster pods do.
+	APIServer string
+	// Dir holds the pods' projected volumes and the containers' logs.
+	Dir string
+	// ContainerPrefix starts the name of every podman container the runner
+	// makes ("<prefix><pod>-<container>"); containers with this prefix
+	// belong to the runner and are removed when it starts.
+	ContainerPrefix string
+	// HostPortBase moves the pods' ports (DefaultHostPortBase when 0), so
+	// that two runners on one network do not collide.
+	HostPortBase int
+	// Logf reports what happens to pods and containers (log.Printf when
+	// nil). Container output goes to LogFile, not here.
+	Logf func(format string, args ...any)
+}
+
+// Runner plays the kubelet for the pods that Config selects. For each pod
+// the cluster schedules, it runs the pod's initContainers and then its
+// containers from the image under podman, with the pod's command, args,
+// env, user, read-only root filesystem and volumes (the ServiceAccount
+// token from a TokenRequest bound to the pod, renewed before it expires),
+// restarts a container that exits, and stops them when the pod goes away.
+// Nothing here decides what the cluster decides: the pods (replicas,
+// admission under Pod Security, scheduling, deletion) are the cluster's.
+type Runner struct {
+	cfg     Config
+	apiHost string
+	apiPort string
+
+	mu   sync.Mutex
+	pods map[types.UID]*runningPod
+	used map[int]bool // slots in use
+}
+
+// runningPod is one pod and its containers.
+type runningPod struct {
+	pod    *corev1.Pod
+	slot   int
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	containers map[string]*container
+}
+
+// container is one running (or restarting) container of a pod.
+type container struct {
+	name     string // podman's name
+	restarts atomic.Int32
+	ready    atomic.Bool
+	started  atomic.Bool // the main process is running
+}
+
+// New checks cfg and makes the runner's directory.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Client == nil || cfg.Namespace == "" || cfg.Selector == "" || cfg.Dir == "" || cfg.ContainerPrefix == "" {
+		return nil, errors.New("podrunner: Client, Namespace, Selector, Dir and ContainerPrefix are required")
+	}
+	host, port, err := splitServer(cfg.APIServer)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.HostPortBase == 0 {
+		cfg.HostPortBase = DefaultHostPortBase
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, apiHost: host, apiPort: port, pods: map[types.UID]*runningPod{}, used: map[int]bool{}}, nil
+}
+
+// splitServer turns https://127.0.0.1:32766 into host and port.
+func splitServer(server string) (string, string, error) {
+	rest, ok := strings.CutPrefix(server, "https://")
+	if !ok {
+		return "", "", fmt.Errorf("podrunner: API server %q is not https", server)
+	}
+	i := strings.LastIndex(rest, ":")
+	if i < 0 {
+		return rest, "443", nil
+	}
+	return rest[:i], rest[i+1:], nil
+}
+
+// Run removes containers left by an earlier runner with the same prefix
+// (one that was killed, so could not stop them), then syncs the pods with
+// containers every half second until ctx ends, and then stops every
+// container (gracefully, as a kubelet would) before it returns. API errors
+// do not end it: it reports them once and keeps trying, since a cluster
+// that restarts or is busy comes back.
+func (r *Runner) Run(ctx context.Context) {
+	if err := r.removeLeftovers(); err != nil {
+		r.cfg.Logf("pod runner: removing leftover containers: %v", err)
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		err := r.sync(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && err.Error() != lastErr:
+			r.cfg.Logf("pod runner: listing pods (retrying every 0.5 s): %v", err)
+			lastErr = err.Error()
+		case err == nil && lastErr != "":
+			r.cfg.Logf("pod runner: listing pods works again")
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			r.stopAll()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// removeLeftovers removes every container whose name has the runner's
+// prefix.
+func (r *Runner) removeLeftovers() error {
+	args := Podman("ps", "-a", "--format", "{{.Names}}", "--filter", "name=^"+r.cfg.ContainerPrefix)
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		return fmt.Errorf("podman ps: %w", err)
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
+		return nil
+	}
+	r.cfg.Logf("pod runner: removing %d leftover containers: %s", len(names), strings.Join(names, " "))
+	args = Podman(append([]string{"rm", "-f", "--ignore"}, names...)...)
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("podman rm: %w: %s", err, out)
+	}
+	return nil
+}
+
+func (r *Runner) sync(ctx context.Context) error {
+	list, err := r.cfg.Client.CoreV1().Pods(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.cfg.Selector})
+	if err != nil {
+		return err // the namespace may be gone (uninstall) or the API busy; next tick
+	}
+	live := map[types.UID]bool{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		live[p.UID] = true
+		r.mu.Lock()
+		_, known := r.pods[p.UID]
+		r.mu.Unlock()
+		if !known {
+			r.start(ctx, p)
+		}
+	}
+	r.mu.Lock()
+	var gone []*runningPod
+	for uid, rp := range r.pods {
+		if !live[uid] {
+			gone = append(gone, rp)
+			delete(r.pods, uid)
+		}
+	}
+	r.mu.Unlock()
+	for _, rp := range gone {
+		r.cfg.Logf("pod runner: pod %s is gone; stopping its containers", rp.pod.Name)
+		r.stop(rp)
+	}
+	return nil
+}
+
+func (r *Runner) start(ctx context.Context, p *corev1.Pod) {
+	r.mu.Lock()
+	slot := 0
+	for r.used[slot] {
+		slot++
+	}
+	r.used[slot] = true
+	podCtx, cancel := context.WithCancel(ctx)
+	rp := &runningPod{pod: p.DeepCopy(), slot: slot, cancel: cancel, done: make(chan struct{}), containers: map[string]*container{}}
+	r.pods[p.UID] = rp
+	r.mu.Unlock()
+	r.cfg.Logf("pod runner: starting pod %s on node %s (host ports from %d)", p.Name, p.Spec.NodeName, r.cfg.HostPortBase+100*slot)
+	go func() {
+		defer close(rp.done)
+		r.runPod(podCtx, rp)
+	}()
+}
+
+// stop ends a pod's containers with the pod's grace period, like a kubelet.
+func (r *Runner) stop(rp *runningPod) {
+	grace := int64(30)
+	if g := rp.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	rp.cancel()
+	rp.mu.Lock()
+	for _, c := range rp.containers {
+		stop := Podman("stop", "--ignore", "-t", strconv.FormatInt(grace, 10), c.name)
+		if out, err := exec.Command(stop[0], stop[1:]...).CombinedOutput(); err != nil {
+			r.cfg.Logf("pod runner: %s: podman stop %s: %v: %s", rp.pod.Name, c.name, err, out)
+		}
+	}
+	rp.mu.Unlock()
+	<-rp.done
+	r.mu.Lock()
+	delete(r.used, rp.slot)
+	r.mu.Unlock()
+}
+
+func (r *Runner) stopAll() {
+	r.mu.Lock()
+	var all []*runningPod
+	for uid, rp := range r.pods {
+		all = append(all, rp)
+		delete(r.pods, uid)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, rp := range all {
+		wg.Go(func() { r.stop(rp) })
+	}
+	wg.Wait()
+}
+
+// sleep waits d or until ctx ends, and says whether ctx is still going.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// runPod prepares the pod's volumes (retrying with a back-off: a token
+// request can fail while the API server is busy), runs its initContainers
+// in order to completion, then runs its containers, restarting each when it
+// exits (restartPolicy Always, with a growing back-off), until ctx ends.
+func (r *Runner) runPod(ctx context.Context, rp *runningPod) {
+	p := rp.pod
+	var mounts []string
+	var renew time.Duration
+	for backoff := time.Second; ; backoff = min(2*backoff, maxBackoff) {
+		var err error
+		if mounts, renew, err = r.prepareVolumes(ctx, p); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.cfg.Logf("pod runner: %s: volumes: %v; retrying in %s", p.Name, err, backoff)
+		if !sleep(ctx, backoff) {
+			return
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if renew > 0 {
+		wg.Go(func() { r.renewTokens(ctx, p, renew) })
+	}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		for backoff := time.Second; ; backoff = min(2*backoff, maxBackoff) {
+			err := r.runContainer(rp, c, mounts)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			r.cfg.Logf("pod runner: %s init container %s failed (%v); retrying in %s", p.Name, c.Name, err, backoff)
+			if !sleep(ctx, backoff) {
+				return
+			}
+		}
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		wg.Go(func() {
+			for backoff := time.Second; ctx.Err() == nil; backoff = min(2*backoff, maxBackoff) {
+				err := r.runContainer(rp, c, mounts)
+				if ctx.Err() != nil {
+					return
+				}
+				rp.container(c.Name, r.cfg.ContainerPrefix).restarts.Add(1)
+				r.cfg.Logf("pod runner: %s container %s exited (%v); restarting in %s", p.Name, c.Name, err, backoff)
+				if !sleep(ctx, backoff) {
+					return
+				}
+			}
+		})
+		if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil {
+			wg.Go(func() { r.probe(ctx, rp, c) })
+		}
+	}
+}
+
+func (rp *runningPod) container(name, prefix string) *container {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	c, ok := rp.containers[name]
+	if !ok {
+		c = &container{name: prefix + rp.pod.Name + "-" + name}
+		rp.containers[name] = c
+	}
+	return c
+}
+
+// hostPort is where the pod's container port (number or name) listens on
+// the host network.
+func (r *Runner) hostPort(rp *runningPod, c *corev1.Container, port intstr.IntOrString) (int, bool) {
+	for i, cp := range c.Ports {
+		if (port.Type == intstr.String && cp.Name == port.StrVal) || (port.Type == intstr.Int && cp.ContainerPort == port.IntVal) {
+			return r.cfg.HostPortBase + 100*rp.slot + i, true
+		}
+	}
+	return 0, false
+}
+
+// rewriteArgs moves the container's ports to the pod's host ports: a flag
+// value that is exactly a container port (9443) or an all-interfaces
+// address of one (:8081) gets the host port instead.
+func (r *Runner) rewriteArgs(rp *runningPod, c *corev1.Container) []string {
+	out := make([]string, 0, len(c.Args))
+	for _, a := range c.Args {
+		flag, val, ok := strings.Cut(a, "=")
+		if ok {
+			for _, cp := range c.Ports {
+				p := strconv.Itoa(int(cp.ContainerPort))
+				hp, _ := r.hostPort(rp, c, intstr.FromInt32(cp.ContainerPort))
+				switch val {
+				case p:
+					a = flag + "=" + strconv.Itoa(hp)
+				case ":" + p:
+					a = flag + "=:" + strconv.Itoa(hp)
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// runContainer runs one container of the pod in the foreground until it
+// exits; its output goes to the container's log file.
+func (r *Runner) runContainer(rp *runningPod, c *corev1.Container, mounts []string) error {
+	p := rp.pod
+	st := rp.container(c.Name, r.cfg.ContainerPrefix)
+	args, err := r.podmanRun(rp, c, st.name, mounts)
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(r.LogFile(p.Name, c.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== pod runner: %s start %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Not killed with the runner's context and in a process group of its
+	// own, so that a Ctrl-C meant for the runner does not reach it: stop()
+	// ends it with podman stop and the pod's grace period, as a kubelet
+	// would, and a kill is what a caller asks for explicitly (Kill).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	st.started.Store(true)
+	err = cmd.Wait()
+	st.started.Store(false)
+	st.ready.Store(false)
+	fmt.Fprintf(logFile, "=== pod runner: %s exit %v\n", time.Now().Format(time.RFC3339Nano), err)
+	return err
+}
+
+// podmanRun translates a container of the pod spec into podman run
+// arguments: what a kubelet would give the container runtime.
+func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mounts []string) ([]string, error) {
+	p := rp.pod
+	args := Podman("run", "--rm", "--replace", "--name", name, "--hostname", p.Name,
+		"--network", "host", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
+	user, err := runAsUser(p, c)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--user", user)
+	sc := c.SecurityContext
+	if sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		args = append(args, "--read-only", "--read-only-tmpfs=false")
+	}
+	if sc != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		args = append(args, "--security-opt", "no-new-privileges")
+	}
+	if sc != nil && sc.Capabilities != nil {
+		for _, d := range sc.Capabilities.Drop {
+			args = append(args, "--cap-drop", strings.ToLower(string(d)))
+		}
+	}
+	env := []string{"KUBERNETES_SERVICE_HOST=" + r.apiHost, "KUBERNETES_SERVICE_PORT=" + r.apiPort}
+	for _, e := range c.Env {
+		v, err := envValue(p, e)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	for _, e := range env {
+		args = append(args, "--env", e)
+	}
+	for _, vm := range c.VolumeMounts {
+		m, ok := findMount(mounts, vm.Name)
+		if !ok {
+			return nil, fmt.Errorf("container %s: volume %s not prepared", c.Name, vm.Name)
+		}
+		args = append(args, "--mount", strings.ReplaceAll(m, "{{path}}", vm.MountPath))
+	}
+	if len(c.Command) > 0 {
+		ep, err := json.Marshal(c.Command)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--entrypoint", string(ep))
+	}
+	args = append(args, c.Image)
+	return append(args, r.rewriteArgs(rp, c)...), nil
+}
+
+// runAsUser is the container's uid:gid from its or the pod's security
+// context; like a kubelet, it refuses to run as root under runAsNonRoot.
+func runAsUser(p *corev1.Pod, c *corev1.Container) (string, error) {
+	var uid, gid *int64
+	var nonRoot *bool
+	if ps := p.Spec.SecurityContext; ps != nil {
+		uid, gid, nonRoot = ps.RunAsUser, ps.RunAsGroup, ps.RunAsNonRoot
+	}
+	if cs := c.SecurityContext; cs != nil {
+		if cs.RunAsUser != nil {
+			uid = cs.RunAsUser
+		}
+		if cs.RunAsGroup != nil {
+			gid = cs.RunAsGroup
+		}
+		if cs.RunAsNonRoot != nil {
+			nonRoot = cs.RunAsNonRoot
+		}
+	}
+	if uid == nil {
+		return "", fmt.Errorf("container %s: no runAsUser (the pod runner does not read the image's user)", c.Name)
+	}
+	if nonRoot != nil && *nonRoot && *uid == 0 {
+		return "", fmt.Errorf("container %s: runAsNonRoot and runAsUser 0", c.Name)
+	}
+	if gid == nil {
+		return strconv.FormatInt(*uid, 10), nil
+	}
+	return fmt.Sprintf("%d:%d", *uid, *gid), nil
+}
+
+// envValue resolves an env var of the pod spec (values and the downward
+// API fields the operator uses).
+func envValue(p *corev1.Pod, e corev1.EnvVar) (string, error) {
+	if e.ValueFrom == nil {
+		return e.Value, nil
+	}
+	if f := e.ValueFrom.FieldRef; f != nil {
+		return fieldValue(p, f.FieldPath)
+	}
+	return "", fmt.Errorf("env %s: only values and fieldRef are supported", e.Name)
+}
+
+func fieldValue(p *corev1.Pod, path string) (string, error) {
+	switch path {
+	case "metadata.name":
+		return p.Name, nil
+	case "metadata.namespace":
+		return p.Namespace, nil
+	case "metadata.uid":
+		return string(p.UID), nil
+	case "spec.serviceAccountName":
+		return p.Spec.ServiceAccountName, nil
+	case "spec.nodeName":
+		return p.Spec.NodeName, nil
+	case "status.podIP", "status.hostIP":
+		return "127.0.0.1", nil
+	}
+	return "", fmt.Errorf("field %s is not supported", path)
+}
+
+// findMount returns the --mount value prepared for a volume, with
+// {{path}} standing for the mount path.
+func findMount(mounts []string, volume string) (string, bool) {
+	for _, m := range mounts {
+		if v, spec, _ := strings.Cut(m, "\x00"); v == volume {
+			return spec, true
+		}
+	}
+	return "", false
+}
+
+// prepareVolumes makes the pod's volumes: emptyDir as a tmpfs, projected
+// volumes (the ServiceAccount token, the cluster CA, the namespace) as
+// files in a host directory mounted read-only. Each entry is
+// "volume\x00--mount value". renew is when the first token should be
+// renewed (0 without tokens).
+func (r *Runner) prepareVolumes(ctx context.Context, p *corev1.Pod) (mounts []string, renew time.Duration, err error) {
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.EmptyDir != nil:
+			size := ""
+			if v.EmptyDir.SizeLimit != nil {
+				size = ",tmpfs-size=" + strconv.FormatInt(v.EmptyDir.SizeLimit.Value(), 10)
+			}
+			mounts = append(mounts, v.Name+"\x00type=tmpfs,destination={{path}},tmpfs-mode=1777"+size)
+		case v.Projected != nil:
+			dir := r.volumeDir(p, v.Name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, 0, err
+			}
+			for _, src := range v.Projected.Sources {
+				d, err := r.project(ctx, p, src, dir)
+				if err != nil {
+					return nil, 0, fmt.Errorf("volume %s: %w", v.Name, err)
+				}
+				if d > 0 && (renew == 0 || d < renew) {
+					renew = d
+				}
+			}
+			mounts = append(mounts, v.Name+"\x00type=bind,source="+dir+",destination={{path}},ro=true")
+		default:
+			return nil, 0, fmt.Errorf("volume %s: only emptyDir and projected volumes are supported", v.Name)
+		}
+	}
+	return mounts, renew, nil
+}
+
+func (r *Runner) volumeDir(p *corev1.Pod, volume string) string {
+	return filepath.Join(r.cfg.Dir, "volumes", p.Name, volume)
+}
+
+// renewTokens writes new ServiceAccount tokens into the pod's projected
+// volumes when 80% of the shortest one's life has passed, as the kubelet
+// does; client-go in the container reads the file again. A failed renewal
+// is retried in 10 s while the old token still works.
+func (r *Runner) renewTokens(ctx context.Context, p *corev1.Pod, after time.Duration) {
+	for sleep(ctx, after) {
+		after = 0
+		for _, v := range p.Spec.Volumes {
+			if v.Projected == nil {
+				continue
+			}
+			for _, src := range v.Projected.Sources {
+				if src.ServiceAccountToken == nil {
+					continue
+				}
+				d, err := r.project(ctx, p, src, r.volumeDir(p, v.Name))
+				if err != nil {
+					r.cfg.Logf("pod runner: %s: renewing the token of volume %s: %v; retrying in 10s", p.Name, v.Name, err)
+					d = 10 * time.Second
+				}
+				if after == 0 || d < after {
+					after = d
+				}
+			}
+		}
+	}
+}
+
+// writeFile replaces a file at once (a rename), so that a container never
+// reads half a token.
+func writeFile(dir, name, data string) error {
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+// project writes one projected source: a token from a TokenRequest bound
+// to the pod (what the kubelet asks for), ConfigMap keys, downward API
+// fields. For a token it returns when to renew it: after 80% of its life.
+func (r *Runner) project(ctx context.Context, p *corev1.Pod, src corev1.VolumeProjection, dir string) (time.Duration, error) {
+	switch {
+	case src.ServiceAccountToken != nil:
+		s := src.ServiceAccountToken
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: s.ExpirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+		}}
+		if s.Audience != "" {
+			req.Spec.Audiences = []string{s.Audience}
+		}
+		issued := time.Now()
+		tr, err := r.cfg.Client.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName, req, metav1.CreateOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("token for %s: %w", p.Spec.ServiceAccountName, err)
+		}
+		if err := writeFile(dir, s.Path, tr.Status.Token); err != nil {
+			return 0, err
+		}
+		return max(tr.Status.ExpirationTimestamp.Sub(issued)*8/10, time.Minute), nil
+	case src.ConfigMap != nil:
+		var cm *corev1.ConfigMap
+		// kube-root-ca.crt is published into a new namespace shortly after
+		// it is created.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var err error
+			cm, err = r.cfg.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, src.ConfigMap.Name, metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || !sleep(ctx, 500*time.Millisecond) {
+				return 0, err
+			}
+		}
+		for _, it := range src.ConfigMap.Items {
+			if err := writeFile(dir, it.Path, cm.Data[it.Key]); err != nil {
+				return 0, err
+			}
+		}
+	case src.DownwardAPI != nil:
+		for _, it := range src.DownwardAPI.Items {
+			if it.FieldRef == nil {
+				return 0, fmt.Errorf("downward API %s: only fieldRef is supported", it.Path)
+			}
+			v, err := fieldValue(p, it.FieldRef.FieldPath)
+			if err != nil {
+				return 0, err
+			}
+			if err := writeFile(dir, it.Path, v); err != nil {
+				return 0, err
+			}
+		}
+	default:
+		return 0, errors.New("unsupported projected source")
+	}
+	return 0, nil
+}
+
+// probe runs the container's HTTP readiness probe on its host port.
+func (r *Runner) probe(ctx context.Context, rp *runningPod, c *corev1.Container) {
+	pr := c.ReadinessProbe
+	port, ok := r.hostPort(rp, c, pr.HTTPGet.Port)
+	if !ok {
+		return
+	}
+	period := time.Duration(max(pr.PeriodSeconds, 1)) * time.Second
+	// Probing faster than the spec says only answers sooner; the verdict is
+	// the same endpoint's.
+	period = min(period, time.Second)
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", port, pr.HTTPGet.Path)
+	hc := &http.Client{Timeout: time.Second}
+	st := rp.container(c.Name, r.cfg.ContainerPrefix)
+	for ctx.Err() == nil {
+		ready := false
+		if st.started.Load() {
+			if resp, err := hc.Get(url); err == nil {
+				ready = resp.StatusCode == http.StatusOK
+				resp.Body.Close()
+			}
+		}
+		st.ready.Store(ready)
+		sleep(ctx, period)
+	}
+}
+
+// PodState is what the runner knows of one pod: its slot and its
+// containers' podman names, restarts and readiness.
+type PodState struct {
+	Pod      string            `json:"pod"`
+	Slot     int               `json:"slot"`
+	Ready    bool              `json:"ready"`
+	Restarts int32             `json:"restarts"`
+	Names    map[string]string `json:"names"` // container -> podman name
+}
+
+// Pods reports the pods the runner runs.
+func (r *Runner) Pods() []PodState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []PodState
+	for _, rp := range r.pods {
+		s := PodState{Pod: rp.pod.Name, Slot: rp.slot, Ready: len(rp.pod.Spec.Containers) > 0, Names: map[string]string{}}
+		rp.mu.Lock()
+		for _, c := range rp.pod.Spec.Containers {
+			st, ok := rp.containers[c.Name]
+			if !ok || !st.ready.Load() {
+				s.Ready = false
+			}
+			if ok {
+				s.Restarts += st.restarts.Load()
+				s.Names[c.Name] = st.name
+			}
+		}
+		rp.mu.Unlock()
+		out = append(out, s)
+	}
+	return out
+}
+
+// Endpoints are the host ports of a container port in ready pods (what a
+// Service sends traffic to) and in running but not ready ones.
+func (r *Runner) Endpoints(containerPort int32) (ready, rest []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rp := range r.pods {
+		rp.mu.Lock()
+		for i := range rp.pod.Spec.Containers {
+			c := &rp.pod.Spec.Containers[i]
+			hp, ok := r.hostPort(rp, c, intstr.FromInt32(containerPort))
+			st, known := rp.containers[c.Name]
+			if !ok || !known || !st.started.Load() {
+				continue
+			}
+			if st.ready.Load() {
+				ready = append(ready, hp)
+			} else {
+				rest = append(rest, hp)
+			}
+		}
+		rp.mu.Unlock()
+	}
+	return ready, rest
+}
+
+// Kill sends SIGKILL to a container of the named pod, as a node failure or
+// OOM kill would; the runner restarts it like a kubelet.
+func (r *Runner) Kill(pod, containerName string) error {
+	for _, s := range r.Pods() {
+		if s.Pod == pod {
+			args := Podman("kill", "--signal", "KILL", s.Names[containerName])
+			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("pod %s is not running", pod)
+}
+
+// LogFile is where the output of a pod's container goes.
+func (r *Runner) LogFile(pod, containerName string) string {
+	return filepath.Join(r.cfg.Dir, pod+"_"+containerName+".log")
+}
+
+// LogFiles lists the container log files written so far.
+func (r *Runner) LogFiles() []string {
+	files, _ := filepath.Glob(filepath.Join(r.cfg.Dir, "*.log"))
+	return files
+}

@@ -1,0 +1,113 @@
+package podrunner
+
+import (
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+// The podman command line for config/manager's manager container: the
+// pod's user, read-only root, dropped capabilities, env with the API
+// server and the downward API, its volume, and its ports moved to the
+// slot's host ports.
+func TestPodmanRun(t *testing.T) {
+	r, err := New(Config{Client: fake.NewClientset(), Namespace: "ns", Selector: "a=b", APIServer: "https://127.0.0.1:32766",
+		Dir: t.TempDir(), ContainerPrefix: "demo-", HostPortBase: 31000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := corev1.Container{
+		Name: "manager", Image: "img:1", Command: []string{"/manager"},
+		Args:  []string{"--leader-elect", "--health-probe-bind-address=:8081", "--webhook-port=9443", "--other=8081x"},
+		Env:   []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+		Ports: []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9443}, {Name: "probes", ContainerPort: 8081}},
+		SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-a", Namespace: "ns"}, Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532)},
+		Containers:      []corev1.Container{c},
+	}}
+	rp := &runningPod{pod: p, slot: 2, containers: map[string]*container{}}
+	args, err := r.podmanRun(rp, &c, "demo-pod-a-manager", []string{"tmp\x00type=tmpfs,destination={{path}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(args, " ")
+	for _, want := range []string{
+		"--name demo-pod-a-manager", "--user 65532:65532", "--read-only", "--security-opt no-new-privileges", "--cap-drop all",
+		"--env KUBERNETES_SERVICE_HOST=127.0.0.1", "--env KUBERNETES_SERVICE_PORT=32766", "--env POD_NAMESPACE=ns",
+		"--mount type=tmpfs,destination=/tmp", `--entrypoint ["/manager"]`,
+		"img:1 --leader-elect --health-probe-bind-address=:31201 --webhook-port=31200 --other=8081x",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("podman run lacks %q:\n%s", want, got)
+		}
+	}
+
+	p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
+	if _, err := r.podmanRun(rp, &c, "x", nil); err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {
+		t.Errorf("root under runAsNonRoot: got %v, want a refusal", err)
+	}
+}
+
+// The Service stand-in sends connections to ready endpoints only while
+// there are some, and to the others when none is ready.
+func TestServiceProxyPrefersReady(t *testing.T) {
+	backend := func(name string) int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, name)
+				c.Close()
+			}
+		}()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	readyA, readyB, notReady := backend("a"), backend("b"), backend("c")
+	start := func(ready []int) *ServiceProxy {
+		p, err := StartServiceProxy("127.0.0.1:0", func() ([]int, []int) { return ready, []int{notReady} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	call := func(p *ServiceProxy) string {
+		c, err := net.Dial("tcp", p.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	var seen []string
+	p := start([]int{readyA, readyB})
+	for range 6 {
+		seen = append(seen, call(p))
+	}
+	slices.Sort(seen)
+	if got := strings.Join(slices.Compact(seen), ""); got != "ab" {
+		t.Errorf("with ready endpoints, answered by %q, want a and b only", got)
+	}
+	if got := call(start(nil)); got != "c" {
+		t.Errorf("with no ready endpoint, answered by %q, want c", got)
+	}
+}
