@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 	"sigs.k8s.io/e2e-framework/third_party/kwok"
 
+	"github.com/example/myoperator/internal/podrunner"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 )
@@ -46,8 +47,8 @@ var (
 	suite  env.Environment
 	root   string
 	logDir string
-	runner *podRunner
-	proxy  *serviceProxy
+	runner *podrunner.Runner
+	proxy  *podrunner.ServiceProxy
 	// stopRunner ends the pod runner; runnerDone closes when it stopped
 	// every container.
 	stopRunner context.CancelFunc
@@ -239,7 +240,7 @@ func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
-	args := podmanArgs("build", "-q")
+	args := podrunner.Podman("build", "-q")
 	for _, img := range images {
 		args = append(args, "-t", img)
 	}
@@ -258,11 +259,14 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 		return ctx, err
 	}
 	var err error
-	runner, err = newPodRunner(cs, operatorNS, operatorPods, cfg.Client().RESTConfig().Host, logDir)
+	runner, err = podrunner.New(podrunner.Config{
+		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
+		Dir: logDir, ContainerPrefix: "e2e-", Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+	})
 	if err != nil {
 		return ctx, err
 	}
-	if proxy, err = startServiceProxy(webhookAddr, func() ([]int, []int) { return runner.endpoints(9443) }); err != nil {
+	if proxy, err = podrunner.StartServiceProxy(webhookAddr, func() ([]int, []int) { return runner.Endpoints(9443) }); err != nil {
 		return ctx, fmt.Errorf("webhook Service stand-in on %s (is a run-local manager still running?): %w", webhookAddr, err)
 	}
 	var runCtx context.Context
