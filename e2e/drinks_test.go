@@ -75,6 +75,10 @@ spec: {displayName: Cocoa, beverage: cocoa, size: Small, sugarCubes: 1, extras: 
 			})
 			return ctx
 		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cleanUp(t, cfg, "namespace", drinksNS)
+			return ctx
+		}).
 		Feature()
 }
 

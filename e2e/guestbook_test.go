@@ -79,8 +79,15 @@ func guestbookFailover() features.Feature {
 				return ""
 			})
 			t.Logf("failover from %s to %s in %s", first, second, time.Since(start).Round(time.Millisecond))
+			// This Guestbook's events only (by UID): an earlier run on the
+			// same cluster left events of another Guestbook of the same name.
+			uid, err := kubectl(cfg, "get", "guestbook", "e2e", "-o", "jsonpath={.metadata.uid}")
+			if err != nil {
+				t.Fatalf("%v: %s", err, uid)
+			}
 			testenv.Eventually(t, 30*time.Second, func() string {
-				out, _ := kubectl(cfg, "get", "events.events.k8s.io", "-A", "--field-selector", "reason=Failover", "-o", "jsonpath={.items[*].note}")
+				out, _ := kubectl(cfg, "get", "events.events.k8s.io", "-A", "--field-selector", "reason=Failover",
+					"-o", fmt.Sprintf(`jsonpath={.items[?(@.regarding.uid=="%s")].note}`, uid))
 				if !strings.Contains(out, "promoted to active") {
 					return "no Failover event: " + out
 				}
@@ -89,7 +96,7 @@ func guestbookFailover() features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_, _ = kubectl(cfg, "delete", "guestbook", "e2e", "--wait=false")
+			cleanUp(t, cfg, "guestbook", "e2e")
 			return ctx
 		}).
 		Feature()

@@ -112,8 +112,8 @@ func removalKeepsUsersData() features.Feature {
 			}
 			fmt.Printf("e2e: make undeploy took %s\n", time.Since(start).Round(time.Millisecond))
 			testenv.Eventually(t, 60*time.Second, func() string {
-				if n := len(runner.Pods()); n > 0 {
-					return fmt.Sprintf("%d operator pods still run", n)
+				if n, err := runningOperatorPods(ctx); err != nil || n > 0 {
+					return fmt.Sprintf("%d operator pods still run (%v)", n, err)
 				}
 				return ""
 			})
@@ -145,16 +145,13 @@ func removalKeepsUsersData() features.Feature {
 			return ctx
 		}).
 		Assess("make deploy brings the operator back; it reconciles the same objects in place", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			images, err := operatorImages()
-			if err != nil {
-				t.Fatal(err)
-			}
 			start := time.Now()
-			// config/e2e is config/default with the webhooks on localhost,
-			// where the suite's Service stand-in listens.
-			out, err := makeTarget(cfg, "deploy", "IMG="+images[0], "DEPLOY_CONFIG=config/e2e")
+			// On the suite's cluster: its image and config/e2e, which is
+			// config/default with the webhooks on localhost, where the
+			// suite's Service stand-in listens.
+			out, err := makeTarget(cfg, deployArgs()...)
 			if err != nil {
-				t.Fatalf("make deploy: %v\n%s", err, out)
+				t.Fatalf("make %s: %v\n%s", strings.Join(deployArgs(), " "), err, out)
 			}
 			fmt.Printf("e2e: make deploy took %s\n", time.Since(start).Round(time.Millisecond))
 			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
@@ -242,10 +239,8 @@ func removalKeepsUsersData() features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_, _ = kubectl(cfg, "delete", "guestbook", lifecycleGuestbook, "--wait=false")
-			for _, ns := range lifecycleNamespaces {
-				_, _ = kubectl(cfg, "delete", "namespace", ns, "--wait=false")
-			}
+			cleanUp(t, cfg, "guestbook", lifecycleGuestbook)
+			cleanUp(t, cfg, append([]string{"namespace"}, lifecycleNamespaces...)...)
 			return ctx
 		}).
 		Feature()

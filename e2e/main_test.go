@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 	"sigs.k8s.io/e2e-framework/third_party/kwok"
 
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/podrunner"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
@@ -63,13 +65,17 @@ var (
 	failed atomic.Bool
 )
 
-// TestMain prepares a whole kwok cluster (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, kwok nodes) from the project's
-// own binaries, builds the operator's image, installs config/e2e with
-// kubectl and runs the Deployment's pods from the image under podman. Every
-// step is named and timed; on a failure the operator's container logs and
-// the cluster's logs are collected; the cluster is deleted at the end
-// unless E2E_KEEP_CLUSTER=1.
+// TestMain prepares the cluster the features run on, as a list of named,
+// timed steps. By default that is a whole kwok cluster (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok nodes) from
+// the project's own binaries: it builds the operator's image, installs
+// config/e2e with kubectl and runs the Deployment's pods from the image
+// under podman; the cluster is deleted at the end unless
+// E2E_KEEP_CLUSTER=1. With an existing cluster (--kubeconfig or
+// E2E_KUBECONFIG) it creates and deletes nothing: it installs the operator
+// with make deploy, or with E2E_SKIP_INSTALL=1 checks that it is there and
+// ready. On a failure the logs it can reach are collected. It ends with a
+// summary of what ran and what was skipped, and why.
 func TestMain(m *testing.M) {
 	start := time.Now()
 	var err error
@@ -83,19 +89,48 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if mode, err = readMode(cfg.KubeconfigFile()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("e2e: cluster: %s\n", mode)
+	if !mode.created() {
+		cfg.WithKubeconfigFile(mode.kubeconfig)
+	}
 	suite = env.NewWithConfig(cfg)
-	bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
-	suite.Setup(
-		step("Kubernetes binaries (built when missing)", useBinaries(bin)),
-		step("kwok cluster", envfuncs.CreateClusterWithOpts(kwok.NewProvider(), clusterName, kwok.WithPath(filepath.Join(bin, "kwokctl")))),
-		step("clients", makeClients),
-		step("fake nodes", addNodes(3)),
-		step("operator image (podman build)", buildImage),
-		step("pod runner and webhook Service stand-in", startRunner),
-		step("install (kubectl apply -k config/e2e)", install),
-		step("operator ready: 2 pods from the image, Lease held", operatorReady),
-	)
-	suite.AfterEachFeature(func(ctx context.Context, _ *envconf.Config, t *testing.T, _ types.Feature) (context.Context, error) {
+	if mode.created() {
+		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
+		suite.Setup(
+			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
+			step("kwok cluster", envfuncs.CreateClusterWithOpts(kwok.NewProvider(), clusterName, kwok.WithPath(filepath.Join(bin, "kwokctl")))),
+			step("clients", makeClients),
+			step("fake nodes", addNodes(3)),
+			step("operator image (podman build)", buildImage),
+			step("pod runner and webhook Service stand-in", startRunner),
+			step("install (kubectl apply -k config/e2e)", install),
+			step("operator ready: 2 pods from the image, Lease held", operatorReady),
+		)
+	} else {
+		setup := []env.Func{step("existing cluster: clients, API server ready", existingCluster)}
+		if mode.fakeNodes > 0 {
+			setup = append(setup, step(fmt.Sprintf("fake nodes (E2E_FAKE_NODES=%d)", mode.fakeNodes), addNodes(mode.fakeNodes)))
+		}
+		if mode.skipInstall {
+			setup = append(setup, step("operator found installed and ready (E2E_SKIP_INSTALL=1)", foundInstalled))
+		} else {
+			setup = append(setup,
+				step("install (make "+strings.Join(deployArgs(), " ")+")", install),
+				step("operator ready: every replica Ready, Lease held", operatorReady))
+		}
+		suite.Setup(setup...)
+	}
+	suite.AfterEachFeature(func(ctx context.Context, _ *envconf.Config, t *testing.T, f types.Feature) (context.Context, error) {
+		results.Lock()
+		if results.ran == nil {
+			results.ran = map[string]bool{}
+		}
+		results.ran[f.Name()] = true
+		results.Unlock()
 		if t.Failed() {
 			failed.Store(true)
 		}
@@ -105,13 +140,17 @@ func TestMain(m *testing.M) {
 		step("collect logs on failure", collectLogs),
 		step("stop the operator's containers", stopOperator),
 	}
-	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
+	switch {
+	case !mode.created():
+		finish = append(finish, leaveCluster)
+	case os.Getenv("E2E_KEEP_CLUSTER") == "1":
 		finish = append(finish, keepCluster)
-	} else {
+	default:
 		finish = append(finish, step("delete the cluster", envfuncs.DestroyCluster(clusterName)))
 	}
 	suite.Finish(finish...)
 	code := suite.Run(m)
+	printSummary(code)
 	fmt.Printf("e2e: suite total time %s (exit %d)\n", time.Since(start).Round(time.Second), code)
 	os.Exit(code)
 }
@@ -279,16 +318,92 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	return ctx, nil
 }
 
+// install installs the operator: on the suite's cluster with kubectl
+// apply -k config/e2e; on an existing one with make deploy (deployArgs), as
+// a user would.
 func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "e2e"))(ctx, cfg)
+	if mode.created() {
+		return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "e2e"))(ctx, cfg)
+	}
+	if out, err := makeTarget(cfg, deployArgs()...); err != nil {
+		return ctx, fmt.Errorf("make %s: %w\n%s", strings.Join(deployArgs(), " "), err, out)
+	}
+	return ctx, nil
 }
 
-// operatorReady waits until every replica the Deployment asks for answers
-// /readyz and one holds the Lease.
+// ocBeforeSuite says whether OperatorConfig cluster existed before the
+// suite installed anything (only ever on an existing cluster).
+var ocBeforeSuite bool
+
+// existingCluster makes the clients for a cluster the suite did not create
+// and checks that its API server is ready.
+func existingCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	ctx, err := makeClients(ctx, cfg)
+	if err != nil {
+		return ctx, err
+	}
+	if body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return ctx, fmt.Errorf("API server %s not ready: %w: %s", restConfig.Host, err, body)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return ctx, err
+	}
+	ocBeforeSuite = kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, &operatorv1alpha1.OperatorConfig{}) == nil
+	fmt.Printf("e2e: API server %s, Kubernetes %s; OperatorConfig %s present: %t\n", restConfig.Host, v.GitVersion, operatorv1alpha1.SingletonName, ocBeforeSuite)
+	return ctx, nil
+}
+
+// foundInstalled checks, with E2E_SKIP_INSTALL=1, that the operator is
+// installed and ready: its CRDs established, every replica of its
+// Deployment Ready, a leader holding the Lease, and its webhooks answering
+// (a server-side dry run of a Drink written through v1alpha1 passes the
+// mutating and validating webhooks and the conversion webhook).
+func foundInstalled(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	args := []string{"wait", "--for=condition=Established", "--timeout=10s"}
+	for _, crd := range operatorCRDs {
+		args = append(args, "crd/"+crd)
+	}
+	if out, err := kubectl(cfg, args...); err != nil {
+		return ctx, fmt.Errorf("the operator's CRDs: %w: %s (E2E_SKIP_INSTALL=1 needs the operator installed; without it the suite installs it with make deploy)", err, out)
+	}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, &appsv1.Deployment{}); err != nil {
+		return ctx, fmt.Errorf("Deployment %s/%s: %w", operatorNS, operatorDeployment, err)
+	}
+	if err := waitOperatorReady(ctx, 2*time.Minute); err != nil {
+		return ctx, err
+	}
+	var out string
+	var err error
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cmd := exec.Command("kubectl", "--kubeconfig", cfg.KubeconfigFile(), "create", "--dry-run=server", "-o", "name", "-f", "-")
+		cmd.Stdin = strings.NewReader("apiVersion: example.com/v1alpha1\nkind: Drink\nmetadata: {name: e2e-webhook-check, namespace: default}\nspec: {name: Check, drink: tea}\n")
+		var b []byte
+		b, err = cmd.Output()
+		out = string(b)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		return ctx, fmt.Errorf("the webhooks do not answer: a server-side dry run of a v1alpha1 Drink failed: %w", err)
+	}
+	fmt.Printf("e2e: the webhooks answer: %s (server-side dry run through v1alpha1)\n", strings.TrimSpace(out))
+	return ctx, nil
+}
+
+// operatorReady waits until every replica the Deployment asks for is ready
+// and one holds the Lease.
 func operatorReady(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	return ctx, waitOperatorReady(ctx, 3*time.Minute)
 }
 
+// waitOperatorReady waits until as many operator pods as the Deployment
+// asks for are ready (answer /readyz under the suite's runner, or on an
+// existing cluster have the Ready condition) and one of them holds the
+// Lease.
 func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -297,19 +412,29 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 		if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, d); err == nil && d.Spec.Replicas != nil {
 			replicas = int(*d.Spec.Replicas)
 		}
+		pods, err := operatorPodList(ctx)
 		ready := 0
-		for _, p := range runner.Pods() {
-			if p.Ready {
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.name)
+			if p.ready {
 				ready++
 			}
 		}
 		holder, _ := leaseHolder(ctx)
-		if ready == replicas && holder != "" {
+		if err == nil && ready == replicas && len(pods) == replicas && slices.Contains(names, holder) {
 			fmt.Printf("e2e: %d operator pods ready, leader %s\n", ready, holder)
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d operator pods ready, lease holder %q after %s; see %s", ready, replicas, holder, timeout, logDir)
+			where := logDir
+			if runner == nil {
+				where = "kubectl get pods,events -n " + operatorNS
+			}
+			if err != nil {
+				return fmt.Errorf("operator pods after %s: %w", timeout, err)
+			}
+			return fmt.Errorf("%d of %d operator pods ready (pods %v), lease holder %q after %s; see %s", ready, replicas, names, holder, timeout, where)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -341,7 +466,10 @@ func collectLogs(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	if !failed.Load() {
 		return ctx, nil
 	}
-	for _, f := range runner.LogFiles() {
+	if runner == nil {
+		fmt.Printf("e2e: the operator's container logs: not collected (%s)\n", noLogs())
+	}
+	for _, f := range runnerLogFiles() {
 		data, _ := os.ReadFile(f)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		fmt.Printf("----- %s (last %d of %d lines)\n", filepath.Base(f), min(40, len(lines)), len(lines))
@@ -349,12 +477,24 @@ func collectLogs(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	}
 	out, _ := kubectl(cfg, "get", "pods,events", "-A", "-o", "wide")
 	fmt.Printf("----- pods and events\n%s", out)
+	if !mode.created() {
+		return ctx, nil
+	}
 	dest := filepath.Join(logDir, "cluster")
 	if _, err := envfuncs.ExportClusterLogs(clusterName, dest)(ctx, cfg); err != nil {
 		fmt.Printf("e2e: exporting cluster logs: %v\n", err)
 	}
 	fmt.Printf("e2e: logs in %s\n", logDir)
 	return ctx, nil
+}
+
+// runnerLogFiles are the suite's runner's container logs, if it runs the
+// pods.
+func runnerLogFiles() []string {
+	if runner == nil {
+		return nil
+	}
+	return runner.LogFiles()
 }
 
 func stopOperator(ctx context.Context, _ *envconf.Config) (context.Context, error) {
@@ -364,6 +504,16 @@ func stopOperator(ctx context.Context, _ *envconf.Config) (context.Context, erro
 	}
 	if proxy != nil {
 		_ = proxy.Close()
+	}
+	return ctx, nil
+}
+
+// leaveCluster ends a run on an existing cluster: nothing is deleted.
+func leaveCluster(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if mode.skipInstall {
+		fmt.Printf("e2e: the existing cluster and its operator stay as they are\n")
+	} else {
+		fmt.Printf("e2e: the existing cluster stays; the operator the suite installed stays too (KUBECONFIG=%s make undeploy removes it)\n", mode.kubeconfig)
 	}
 	return ctx, nil
 }

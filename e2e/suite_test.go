@@ -8,22 +8,37 @@ import "testing"
 // left, then the product's behaviour, then what disturbs the operator
 // (leader kill, upgrade, make undeploy and make deploy), and last the
 // uninstall, which also installs again. Each feature also runs alone
-// (E2E_ARGS="--labels area=...").
+// (E2E_ARGS="--labels area=..."). On a cluster the suite did not create,
+// the features that delete cluster-wide objects run only with
+// E2E_ALLOW_DESTRUCTIVE=1, and those that install the operator again not
+// with E2E_SKIP_INSTALL=1; each says why when it is skipped.
 
-func TestInstallAndBootstrap(t *testing.T) { suite.Test(t, installAndBootstrap()) }
+func TestInstallAndBootstrap(t *testing.T) { runFeature(t, installAndBootstrap()) }
 
-func TestDrinkInEveryVersion(t *testing.T) { suite.Test(t, drinkInEveryVersion()) }
+func TestDrinkInEveryVersion(t *testing.T) { runFeature(t, drinkInEveryVersion()) }
 
-func TestBadInput(t *testing.T) { suite.Test(t, badInput()) }
+func TestBadInput(t *testing.T) { runFeature(t, badInput()) }
 
-func TestGuestbookFailover(t *testing.T) { suite.Test(t, guestbookFailover()) }
+func TestGuestbookFailover(t *testing.T) { runFeature(t, guestbookFailover()) }
 
-func TestLiveConfiguration(t *testing.T) { suite.Test(t, liveConfiguration()) }
+func TestLiveConfiguration(t *testing.T) { runFeature(t, liveConfiguration()) }
 
-func TestLeaderFailoverUnderLoad(t *testing.T) { suite.Test(t, leaderFailoverUnderLoad()) }
+func TestLeaderFailoverUnderLoad(t *testing.T) { runFeature(t, leaderFailoverUnderLoad()) }
 
-func TestUpgradeFromPreviousRelease(t *testing.T) { suite.Test(t, upgradeFromPreviousRelease()) }
+func TestUpgradeFromPreviousRelease(t *testing.T) {
+	runFeature(t, upgradeFromPreviousRelease(),
+		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
+		reinstalls())
+}
 
-func TestRemovalKeepsUsersData(t *testing.T) { suite.Test(t, removalKeepsUsersData()) }
+func TestRemovalKeepsUsersData(t *testing.T) {
+	runFeature(t, removalKeepsUsersData(),
+		destructive("make undeploy deletes the operator's namespace, webhook configurations, ClusterRoles and bindings"),
+		reinstalls())
+}
 
-func TestUninstallAndReinstall(t *testing.T) { suite.Test(t, uninstallAndReinstall()) }
+func TestUninstallAndReinstall(t *testing.T) {
+	runFeature(t, uninstallAndReinstall(),
+		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
+		reinstalls())
+}

@@ -38,8 +38,8 @@ func uninstallAndReinstall() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("kubectl delete -k config/e2e completes with Drinks present", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			fmt.Printf("e2e: kubectl delete -k config/e2e took %s\n", uninstall(t, cfg).Round(time.Millisecond))
+		Assess("kubectl delete -k "+installedConfig()+" completes with Drinks present", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			fmt.Printf("e2e: kubectl delete -k %s took %s\n", installedConfig(), uninstall(t, cfg).Round(time.Millisecond))
 			return ctx
 		}).
 		Assess("nothing left behind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -85,7 +85,7 @@ func uninstallAndReinstall() features.Feature {
 			return configMapHas(uninstallNS, "again", map[string]string{"name": "Again", "drink": "tea", "size": "Large", "sugar": "1"})(ctx, t, cfg)
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_, _ = kubectl(cfg, "delete", "namespace", uninstallNS, "--wait=false")
+			cleanUp(t, cfg, "namespace", uninstallNS)
 			return ctx
 		}).
 		Feature()

@@ -117,7 +117,7 @@ func upgradeFromPreviousRelease() features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_, _ = kubectl(cfg, "delete", "namespace", upgradeNS, "--wait=false")
+			cleanUp(t, cfg, "namespace", upgradeNS)
 			return ctx
 		}).
 		Feature()
@@ -224,18 +224,32 @@ func applyServerSide(cfg *envconf.Config, manifest string) (string, error) {
 	return string(out), err
 }
 
-// uninstall runs kubectl delete -k config/e2e, waiting for everything to
-// go, and waits for the operator's containers to stop.
+// installedConfig is the kustomization the operator was installed from:
+// config/e2e on the suite's cluster, make deploy's DEPLOY_CONFIG on an
+// existing one.
+func installedConfig() string {
+	if mode.created() {
+		return "config/e2e"
+	}
+	if mode.deployConfig != "" {
+		return mode.deployConfig
+	}
+	return "config/default"
+}
+
+// uninstall runs kubectl delete -k on what was installed (installedConfig),
+// waiting for everything to go, and waits for the operator's containers to
+// stop.
 func uninstall(t *testing.T, cfg *envconf.Config) time.Duration {
 	t.Helper()
 	start := time.Now()
-	if out, err := kubectl(cfg, "delete", "-k", filepath.Join(root, "config", "e2e"), "--ignore-not-found", "--wait=true", "--timeout=3m"); err != nil {
-		t.Fatalf("kubectl delete -k config/e2e: %v: %s", err, out)
+	if out, err := kubectl(cfg, "delete", "-k", filepath.Join(root, installedConfig()), "--ignore-not-found", "--wait=true", "--timeout=3m"); err != nil {
+		t.Fatalf("kubectl delete -k %s: %v: %s", installedConfig(), err, out)
 	}
 	took := time.Since(start)
 	testenv.Eventually(t, 60*time.Second, func() string {
-		if n := len(runner.Pods()); n > 0 {
-			return fmt.Sprintf("%d operator pods still run", n)
+		if n, err := runningOperatorPods(context.Background()); err != nil || n > 0 {
+			return fmt.Sprintf("%d operator pods still run (%v)", n, err)
 		}
 		return ""
 	})
