@@ -106,7 +106,7 @@ func (m suiteMode) String() string {
 	if m.fakeNodes > 0 {
 		fmt.Fprintf(&b, "; %d kwok nodes added", m.fakeNodes)
 	}
-	b.WriteString("; its pods run by the cluster)")
+	b.WriteString("; the suite runs none of its pods)")
 	return b.String()
 }
 
@@ -180,11 +180,16 @@ type featureResult struct{ name, state, reason string }
 // shown by go test -v and in the suite's summary.
 func runFeature(t *testing.T, f features.Feature, needs ...string) {
 	t.Helper()
+	var unmet []string
 	for _, why := range needs {
 		if why != "" {
-			record(featureResult{f.Name(), "skipped", why})
-			t.Skip("skipped: " + why)
+			unmet = append(unmet, why)
 		}
+	}
+	if len(unmet) > 0 {
+		why := strings.Join(unmet, "; and ")
+		record(featureResult{f.Name(), "skipped", why})
+		t.Skip("skipped: " + why)
 	}
 	suite.Test(t, f)
 	results.Lock()
