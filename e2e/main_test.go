@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,7 +90,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if mode, err = readMode(cfg.KubeconfigFile()); err != nil {
+	if mode, err = readMode(kubeconfigFlag(cfg)); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
@@ -528,4 +529,18 @@ func keepCluster(ctx context.Context, cfg *envconf.Config) (context.Context, err
 func leaseOf(ctx context.Context) (*coordinationv1.Lease, error) {
 	l := &coordinationv1.Lease{}
 	return l, kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: leaseName}, l)
+}
+
+// kubeconfigFlag is the value of --kubeconfig. e2e-framework registers the
+// flag only when no package did before it; controller-runtime's client
+// config package does (its init), so the value lands in that flag and
+// e2e-framework's own stays empty: read the registered flag.
+func kubeconfigFlag(cfg *envconf.Config) string {
+	if k := cfg.KubeconfigFile(); k != "" {
+		return k
+	}
+	if f := flag.Lookup("kubeconfig"); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
