@@ -74,11 +74,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		setDrinkConflict(d, conflict)
-		if readyChanged(read.Status.Conditions, d.Status.Conditions) {
-			r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, conflict.Reason(), "CreateConfigMap", "%s", conflict.Error())
-			conflictsTotal.WithLabelValues(conflict.Kind).Inc()
-		}
-		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+		return conflict.report(r.Recorder, d, read.Status.Conditions, d.Status.Conditions), nil
 	}
 	if err != nil {
 		setDrinkApplyFailed(d, err)

@@ -111,6 +111,11 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "OperandsMoved", "Delete",
 			"operands run in namespace %s; removed those in %s", ns, old)
 		g.Status.OperandNamespace = ns
+		// Nothing reads the old namespace's cache any more (the move
+		// deletes by name, uncached), and its binding may go next: stop
+		// watching there rather than retry forbidden lists forever.
+		r.Operands.Forget(old)
+		r.rights.forget(old)
 	}
 	return ctrl.Result{}, nil
 }
@@ -131,11 +136,7 @@ func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string,
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		setGuestbookConflict(g, conflict)
-		if readyChanged(read.Status.Conditions, g.Status.Conditions) {
-			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, conflict.Reason(), "Create"+conflict.Kind, "%s", conflict.Error())
-			conflictsTotal.WithLabelValues(conflict.Kind).Inc()
-		}
-		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+		return conflict.report(r.Recorder, g, read.Status.Conditions, g.Status.Conditions), nil
 	}
 	setGuestbookFailed(g, reason, err)
 	return ctrl.Result{}, err

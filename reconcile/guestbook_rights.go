@@ -116,3 +116,10 @@ func (rc *rightsCache) check(ctx context.Context, c client.Client, reader client
 	rc.mu.Unlock()
 	return nil
 }
+
+// forget drops what was found for ns, so that a later move back asks again.
+func (rc *rightsCache) forget(ns string) {
+	rc.mu.Lock()
+	delete(rc.granted, ns)
+	rc.mu.Unlock()
+}

@@ -2,8 +2,8 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -70,11 +70,8 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 			return ctrl.Result{}, err
 		}
 	}
-	c := &operatorv1alpha1.OperatorConfig{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	read := c.DeepCopy()
+	// The object LoadResult read: its status is written from the same read.
+	read, c := res.Config, res.Config.DeepCopy()
 	c.Status.Effective = &res.Effective
 	c.Status.ObservedGeneration = c.Generation
 	setConfigAvailable(c)
@@ -106,7 +103,7 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	case err != nil:
 		return err
 	}
-	if sameData(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue {
+	if maps.Equal(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue {
 		return nil
 	}
 	have.Data = want.Data
@@ -118,29 +115,6 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 		return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	return nil
-}
-
-// sameData compares two records semantically: the JSON of one record may
-// differ in key order from another's.
-func sameData(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		var x, y any
-		if json.Unmarshal([]byte(a[k]), &x) != nil || json.Unmarshal([]byte(v), &y) != nil {
-			if a[k] != v {
-				return false
-			}
-			continue
-		}
-		xa, _ := json.Marshal(x)
-		ya, _ := json.Marshal(y)
-		if string(xa) != string(ya) {
-			return false
-		}
-	}
-	return true
 }
 
 func (r *OperatorConfigReconciler) leading() bool {

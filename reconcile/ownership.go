@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -47,6 +51,19 @@ func (e *ConflictError) Error() string {
 // Reason is the condition and event reason of the conflict, for example
 // ConfigMapConflict.
 func (e *ConflictError) Reason() string { return e.Kind + "Conflict" }
+
+// report records the conflict, once its owner's status shows it (set by
+// the caller into now): a Warning event and the conflict counter when the
+// Ready condition changed from what the reconcile read, so that a conflict
+// that lasts is reported once, not at every recheck. The result rechecks
+// soon, since the foreign object's deletion wakes no watch.
+func (e *ConflictError) report(recorder events.EventRecorder, owner runtime.Object, read, now []metav1.Condition) ctrl.Result {
+	if readyChanged(read, now) {
+		recorder.Eventf(owner, nil, corev1.EventTypeWarning, e.Reason(), "Create"+e.Kind, "%s", e.Error())
+		conflictsTotal.WithLabelValues(e.Kind).Inc()
+	}
+	return ctrl.Result{RequeueAfter: conflictRecheck}
+}
 
 // conflictWith describes obj, found under an operand's name, as a conflict.
 func conflictWith(kind, owner string, obj client.Object) *ConflictError {

@@ -60,6 +60,8 @@ type Result struct {
 	FromRecord bool
 	// Record is what to persist when State is StateAccepted.
 	Record *Record
+	// Config is the OperatorConfig read by LoadResult, nil when missing.
+	Config *operatorv1alpha1.OperatorConfig
 }
 
 // Defaults is the configuration of DefaultSpec.
@@ -201,7 +203,9 @@ func LoadResult(ctx context.Context, r client.Reader, operatorNamespace string) 
 		res := Resolve(nil, rec, operatorNamespace)
 		return res, fmt.Errorf("reading OperatorConfig %s: %w", operatorv1alpha1.SingletonName, err)
 	}
-	return Resolve(c, rec, operatorNamespace), recErr
+	res := Resolve(c, rec, operatorNamespace)
+	res.Config = c
+	return res, recErr
 }
 
 // Load returns the effective configuration (LoadResult's). The error says

@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -113,7 +114,7 @@ func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1
 	}
 	ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Info(
 		"passed through an object the converter cannot take, for the API server's validation to answer",
-		"kind", kind, "name", nested(u, "metadata", "name"), "from", apiVersion, "to", review.Request.DesiredAPIVersion)
+		"kind", kind, "name", objectName(u), "from", apiVersion, "to", review.Request.DesiredAPIVersion)
 	return runtime.RawExtension{Raw: raw}, true
 }
 
@@ -156,14 +157,8 @@ func (r innerResponse) writeTo(w http.ResponseWriter) {
 	_, _ = w.Write(r.rec.Body.Bytes())
 }
 
-func nested(u map[string]any, keys ...string) any {
-	var v any = u
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
+// objectName is the object's metadata.name, "" when it has none.
+func objectName(u map[string]any) string {
+	name, _, _ := unstructured.NestedString(u, "metadata", "name")
+	return name
 }
