@@ -5,6 +5,9 @@ IMG ?= ghcr.io/example/myoperator:v0.1.0
 
 # Pinned versions: everything the project builds or runs is named here once.
 KUBE_VERSION ?= v1.37.2
+# The oldest Kubernetes the operator supports (README: "Supported Kubernetes
+# versions"); make test-k8s-oldest runs the envtest suites on it.
+KUBE_OLDEST_VERSION ?= v1.30.14
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -113,6 +116,12 @@ test: k8s-binaries manifests generate vet ## Run unit and envtest suites against
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly go test -count=1 -timeout 20m ./...
+
+.PHONY: test-k8s-oldest
+test-k8s-oldest: ## make test on the oldest supported Kubernetes: KUBE_OLDEST_VERSION's etcd and kube-apiserver, built into bin/k8s/<version>.
+	@# The same recipe with the other version: its binaries are built outside
+	@# the namespace, then KUBEBUILDER_ASSETS names their folder.
+	$(MAKE) --no-print-directory test KUBE_VERSION=$(KUBE_OLDEST_VERSION)
 
 .PHONY: test-dev-cluster
 test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deployment's pods reach Running, tear it down.

@@ -4,6 +4,10 @@
 # built, so a warm machine pays nothing; a cold one takes ~15-20 minutes.
 #
 # Usage: hack/build-k8s.sh <out-dir>   (for example bin/k8s/v1.37.2)
+#
+# KUBE_VERSION picks the modules below. The default version gets the whole
+# control plane and kwok (tests, dev cluster, e2e); the oldest supported one
+# only what envtest starts, etcd and kube-apiserver (make test-k8s-oldest).
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -31,13 +35,23 @@ build() {
   step "$name: done"
 }
 
-build etcd hack/k8s/etcd .
-build kube-apiserver hack/k8s/kube ./cmd/kube-apiserver "$ldflags"
-build kube-controller-manager hack/k8s/kube ./cmd/kube-controller-manager "$ldflags"
-build kube-scheduler hack/k8s/kube ./cmd/kube-scheduler "$ldflags"
+# Each version is pinned by its own modules, with the etcd it was released
+# with, so that adding one never moves the others' dependencies.
+case "$KUBE_VERSION" in
+  v1.37.2) kube_mod=hack/k8s/kube etcd_mod=hack/k8s/etcd full=true ;;
+  v1.30.14) kube_mod=hack/k8s/kube-v1.30 etcd_mod=hack/k8s/etcd-v3.5 full=false ;;
+  *) fail "no module under hack/k8s pins KUBE_VERSION=$KUBE_VERSION (known: v1.37.2, v1.30.14)" ;;
+esac
+
+build etcd "$etcd_mod" .
+build kube-apiserver "$kube_mod" ./cmd/kube-apiserver "$ldflags"
+if [ "$full" = true ]; then
+  build kube-controller-manager "$kube_mod" ./cmd/kube-controller-manager "$ldflags"
+  build kube-scheduler "$kube_mod" ./cmd/kube-scheduler "$ldflags"
+fi
 
 # kwok and kwokctl are installed at their tagged release, outside any module.
-for name in kwokctl kwok; do
+for name in $([ "$full" = true ] && echo kwokctl kwok); do
   if [ -x "$out/$name" ]; then step "$name: present"; continue; fi
   step "$name: building sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}..."
   GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}" \
