@@ -68,11 +68,18 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), webhook config
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the APIs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./apis/..."
 
-BUNDLE_VERSION ?= 0.1.0
+# The version of bundle/'s CSV; empty: the newest release of RELEASES.md
+# (0.1.0 until that file exists).
+BUNDLE_VERSION ?=
 
 .PHONY: bundle
-bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.
-	go run ./hack/bundle --version $(BUNDLE_VERSION)
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/, versioned as the newest release of RELEASES.md.
+	go run ./hack/bundle $(if $(BUNDLE_VERSION),--version $(BUNDLE_VERSION))
+
+.PHONY: bundle-release
+bundle-release: manifests ## Write the frozen OLM bundle of a new release into bundle/releases/vVERSION (VERSION=x.y.z; refuses an existing one).
+	@test -n "$(VERSION)" || { echo "bundle-release: set VERSION=x.y.z"; exit 1; }
+	go run ./hack/bundle --release $(VERSION)
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -100,6 +107,11 @@ verify: ## Regenerate code and manifests and fail if that changes any file (a ha
 		echo "verify: generated files differed from their sources (now regenerated; review with git diff and commit)"; exit 1; fi
 	@gofmt -s -l $$(git ls-files '*.go') | (! grep .) || { echo "verify: gofmt -s would change the files above; run make fmt"; exit 1; }
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
+	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
+	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@go -C hack/olm-validate build -o $(BIN)/olm-validate .
+	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
+	@cd hack/olm-validate && go test -count=1 ./... | sed 's/^/verify: olm-validate tests: /'
 	@echo "verify: generated files, formatting and go.mod are up to date"
 
 ##@ Build

@@ -1,5 +1,7 @@
-// Command bundle writes the OLM bundle (bundle/, bundle.Dockerfile) from
-// the manifests under config/. Run it through `make bundle`.
+// Command bundle writes the OLM bundle from the manifests under config/:
+// bundle/ and bundle.Dockerfile for the current tree (make bundle), or with
+// --release the frozen bundle of a new release under bundle/releases (make
+// bundle-release). Run it from the repository's root.
 package main
 
 import (
@@ -11,12 +13,35 @@ import (
 )
 
 func main() {
-	version := flag.String("version", "0.1.0", "Version of the bundle's ClusterServiceVersion.")
-	dir := flag.String("dir", "bundle", "Output directory.")
+	version := flag.String("version", "", "Version of bundle/'s ClusterServiceVersion; empty: the newest release in RELEASES.md ("+bundle.FallbackVersion+" without it).")
+	release := flag.String("release", "", "Write bundle/releases/vX.Y.Z for this new release X.Y.Z instead of bundle/.")
 	flag.Parse()
-	if err := bundle.Generate(*dir, *version); err != nil {
+	if err := run(*version, *release); err != nil {
 		fmt.Fprintln(os.Stderr, "bundle:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("bundle: wrote %s/ and bundle.Dockerfile (version %s)\n", *dir, *version)
+}
+
+func run(version, release string) error {
+	if release != "" {
+		g, dir, err := bundle.WriteRelease(".", release)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("bundle: wrote %s/ (%s%s)\n", dir, g.Version.CSVName(), describe(g))
+		return nil
+	}
+	g, err := bundle.WriteCurrent(".", version)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bundle: wrote bundle/ and bundle.Dockerfile (%s%s)\n", g.Version.CSVName(), describe(g))
+	return nil
+}
+
+func describe(g bundle.Graph) string {
+	if g.Previous == nil {
+		return ", the first release: replaces nothing"
+	}
+	return fmt.Sprintf(", replaces %s, skipRange '%s'", g.Replaces(), g.SkipRange())
 }

@@ -31,7 +31,8 @@ func readYAML(t *testing.T, path string) map[string]any {
 
 // TestBundleMatchesConfig parses the committed bundle/ and cross-checks it
 // against config/: every CRD and version owned, every webhook declared
-// (conversion included), the same image, Deployment and RBAC.
+// (conversion included), the same image, Deployment and RBAC (less what
+// OLM does itself), and its place in the upgrade graph.
 func TestBundleMatchesConfig(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -150,11 +151,30 @@ func TestBundleMatchesConfig(t *testing.T) {
 		}
 	}
 	nsRules, _, _ = unstructured.NestedSlice(manifests.OfKind(all, "Role")[0].Object, "rules")
-	if len(cp) != 1 || !reflect.DeepEqual(cp[0].(map[string]any)["rules"], clusterRules) {
-		t.Errorf("clusterPermissions differ from config/rbac's ClusterRole")
+	// Without the certificate rotator's writes: OLM injects the CA.
+	if len(cp) != 1 || !reflect.DeepEqual(cp[0].(map[string]any)["rules"], bundle.WithoutCertRights(clusterRules)) {
+		t.Errorf("clusterPermissions differ from config/rbac's ClusterRole without the certificate rotator's writes")
 	}
 	if len(p) != 1 || !reflect.DeepEqual(p[0].(map[string]any)["rules"], nsRules) {
 		t.Errorf("permissions differ from config/rbac's Role")
+	}
+
+	// Version: the newest release of RELEASES.md, upgrading from the newest
+	// released bundle older than it.
+	v, err := bundle.CurrentVersion(filepath.Join(root, "RELEASES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, err := bundle.Released(filepath.Join(dir, bundle.ReleasesDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := bundle.Upgrade(released, v)
+	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
+	version, _, _ := unstructured.NestedString(csv.Object, "spec", "version")
+	if csv.GetName() != v.CSVName() || version != v.String() || replaces != g.Replaces() || csv.GetAnnotations()["olm.skipRange"] != g.SkipRange() {
+		t.Errorf("CSV %s version %s replaces %q skipRange %q, want %s %s %q %q", csv.GetName(), version, replaces,
+			csv.GetAnnotations()["olm.skipRange"], v.CSVName(), v, g.Replaces(), g.SkipRange())
 	}
 
 	// Metadata and bundle.Dockerfile.

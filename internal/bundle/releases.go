@@ -1,0 +1,202 @@
+package bundle
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// FallbackVersion is the bundle version while RELEASES.md does not exist
+// yet: the first release.
+const FallbackVersion = "0.1.0"
+
+// ReleasesDir holds one frozen bundle per release, bundle/releases/vX.Y.Z
+// (manifests/ and metadata/), written once by make bundle-release and never
+// regenerated: they are what a catalog served for that release.
+const ReleasesDir = "releases"
+
+// Version is a release version X.Y.Z. Releases carry no pre-release or
+// build suffix, so three numbers order them.
+type Version [3]int
+
+var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)$`)
+
+// ParseVersion reads "X.Y.Z" or "vX.Y.Z".
+func ParseVersion(s string) (Version, error) {
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return Version{}, fmt.Errorf("version %q is not X.Y.Z", s)
+	}
+	var v Version
+	for i := range v {
+		n, err := strconv.Atoi(m[i+1])
+		if err != nil {
+			return Version{}, fmt.Errorf("version %q: %w", s, err)
+		}
+		v[i] = n
+	}
+	return v, nil
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
+
+// Compare orders versions: negative when v is older than w.
+func (v Version) Compare(w Version) int { return slices.Compare(v[:], w[:]) }
+
+// CSVName is the ClusterServiceVersion's name for v, which replaces names.
+func (v Version) CSVName() string { return PackageName + ".v" + v.String() }
+
+var releaseHeadingRE = regexp.MustCompile(`^## v(\d+\.\d+\.\d+)\b`)
+
+// CurrentVersion is the newest release listed in the release record (the
+// "## vX.Y.Z" headings of RELEASES.md), or FallbackVersion when the file
+// does not exist.
+func CurrentVersion(releasesMD string) (Version, error) {
+	f, err := os.Open(releasesMD)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ParseVersion(FallbackVersion)
+	}
+	if err != nil {
+		return Version{}, err
+	}
+	defer func() { _ = f.Close() }()
+	var newest Version
+	found := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := releaseHeadingRE.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		v, err := ParseVersion(m[1])
+		if err != nil {
+			return Version{}, fmt.Errorf("%s: %w", releasesMD, err)
+		}
+		if !found || v.Compare(newest) > 0 {
+			newest, found = v, true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Version{}, err
+	}
+	if !found {
+		return Version{}, fmt.Errorf("%s lists no release (no \"## vX.Y.Z\" heading)", releasesMD)
+	}
+	return newest, nil
+}
+
+// Released lists the versions that have a directory under releasesDir,
+// oldest first.
+func Released(releasesDir string) ([]Version, error) {
+	entries, err := os.ReadDir(releasesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Version
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "v") {
+			continue
+		}
+		v, err := ParseVersion(e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(releasesDir, e.Name()), err)
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, Version.Compare)
+	return out, nil
+}
+
+// Upgrade is where a bundle of version v sits in the upgrade graph: the
+// newest released version older than v, if any, is what it replaces.
+func Upgrade(released []Version, v Version) Graph {
+	g := Graph{Version: v}
+	for _, r := range released {
+		if r.Compare(v) < 0 {
+			prev := r
+			g.Previous = &prev
+		}
+	}
+	return g
+}
+
+// Graph is a bundle's place in the upgrade graph.
+type Graph struct {
+	Version  Version
+	Previous *Version
+}
+
+// Replaces is spec.replaces: the previous release's CSV, so that OLM
+// upgrades an installed previous release to this one.
+func (g Graph) Replaces() string {
+	if g.Previous == nil {
+		return ""
+	}
+	return g.Previous.CSVName()
+}
+
+// SkipRange is the olm.skipRange annotation ">=previous <this": OLM may
+// upgrade any installed version in that range straight to this one,
+// including a patch release cut from the previous release's branch, which
+// the replaces chain does not hold. It fits because the versions in the
+// range are the previous release and its patch releases, which change no
+// stored format: the upgrade the e2e suite proves from the previous release
+// holds from them too. The first release has nothing to skip.
+func (g Graph) SkipRange() string {
+	if g.Previous == nil {
+		return ""
+	}
+	return fmt.Sprintf(">=%s <%s", g.Previous, g.Version)
+}
+
+// WriteCurrent writes bundle/ and bundle.Dockerfile under root for version
+// (empty: the newest release of RELEASES.md), replacing the newest
+// released bundle older than it.
+func WriteCurrent(root, version string) (Graph, error) {
+	v, err := CurrentVersion(filepath.Join(root, "RELEASES.md"))
+	if version != "" {
+		v, err = ParseVersion(version)
+	}
+	if err != nil {
+		return Graph{}, err
+	}
+	dir := filepath.Join(root, "bundle")
+	released, err := Released(filepath.Join(dir, ReleasesDir))
+	if err != nil {
+		return Graph{}, err
+	}
+	g := Upgrade(released, v)
+	return g, Generate(dir, Options{Graph: g, Dockerfile: true})
+}
+
+// WriteRelease writes the frozen bundle of a new release version into
+// bundle/releases/vX.Y.Z under root, replacing the newest released bundle
+// older than it. It refuses a version that already has its directory: a
+// released bundle never changes.
+func WriteRelease(root, version string) (Graph, string, error) {
+	v, err := ParseVersion(version)
+	if err != nil {
+		return Graph{}, "", err
+	}
+	releases := filepath.Join(root, "bundle", ReleasesDir)
+	dir := filepath.Join(releases, "v"+v.String())
+	if _, err := os.Stat(dir); err == nil {
+		return Graph{}, dir, fmt.Errorf("%s exists: release %s has its bundle already, and a released bundle is never rewritten", dir, v)
+	}
+	released, err := Released(releases)
+	if err != nil {
+		return Graph{}, dir, err
+	}
+	g := Upgrade(released, v)
+	return g, dir, Generate(dir, Options{Graph: g})
+}

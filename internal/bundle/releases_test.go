@@ -1,0 +1,217 @@
+package bundle_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/example/myoperator/internal/bundle"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+func versions(t *testing.T, ss ...string) []bundle.Version {
+	t.Helper()
+	out := make([]bundle.Version, 0, len(ss))
+	for _, s := range ss {
+		v, err := bundle.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestCurrentVersion: bundle/'s version is the newest "## vX.Y.Z" heading
+// of RELEASES.md, whatever the order of sections.
+func TestCurrentVersion(t *testing.T) {
+	cases := []struct {
+		name, content, want, wantErr string
+	}{
+		{name: "no file", want: bundle.FallbackVersion},
+		{name: "newest first", content: "# Releases\n\n## v0.2.0\n\n- x\n\n## v0.1.0\n", want: "0.2.0"},
+		{name: "oldest first", content: "## v0.1.0\n## v0.10.0\n## v0.9.1\n", want: "0.10.0"},
+		{name: "other headings ignored", content: "## Unreleased\n### v9.9.9\n## v0.1.0 (2026-11-30)\n", want: "0.1.0"},
+		{name: "no release", content: "# Releases\n", wantErr: "lists no release"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "RELEASES.md")
+			if tc.content != "" {
+				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			v, err := bundle.CurrentVersion(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || v.String() != tc.want {
+				t.Fatalf("CurrentVersion = %s, %v; want %s", v, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestUpgrade: a bundle replaces the newest released version older than
+// itself, and skips the range from it.
+func TestUpgrade(t *testing.T) {
+	cases := []struct {
+		name                string
+		released            []string
+		version             string
+		replaces, skipRange string
+	}{
+		{name: "first release", version: "0.1.0"},
+		{name: "first release, its directory written", released: []string{"0.1.0"}, version: "0.1.0"},
+		{name: "next release", released: []string{"0.1.0"}, version: "0.2.0", replaces: "myoperator.v0.1.0", skipRange: ">=0.1.0 <0.2.0"},
+		{name: "bundle/ at a released version", released: []string{"0.1.0", "0.2.0"}, version: "0.2.0", replaces: "myoperator.v0.1.0", skipRange: ">=0.1.0 <0.2.0"},
+		{name: "numeric order", released: []string{"0.2.0", "0.9.0", "0.10.0"}, version: "0.11.0", replaces: "myoperator.v0.10.0", skipRange: ">=0.10.0 <0.11.0"},
+		{name: "patch of an older line", released: []string{"0.1.0", "0.2.0"}, version: "0.1.1", replaces: "myoperator.v0.1.0", skipRange: ">=0.1.0 <0.1.1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := bundle.Upgrade(versions(t, tc.released...), versions(t, tc.version)[0])
+			if g.Replaces() != tc.replaces || g.SkipRange() != tc.skipRange {
+				t.Errorf("replaces %q skipRange %q, want %q %q", g.Replaces(), g.SkipRange(), tc.replaces, tc.skipRange)
+			}
+		})
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, ok := range map[string]bool{"0.1.0": true, "v1.2.3": true, "1.2": false, "1.2.3-rc.1": false, "v1.2.x": false, "": false} {
+		if _, err := bundle.ParseVersion(in); (err == nil) != ok {
+			t.Errorf("ParseVersion(%q) error %v, want ok=%v", in, err, ok)
+		}
+	}
+}
+
+// TestWriteRelease writes a release's bundle beside a copy of v0.1.0's
+// (make bundle-release VERSION=0.2.0), checks its CSV's place in the graph,
+// and that a second run refuses to rewrite it.
+func TestWriteRelease(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	releases := filepath.Join(tmp, "bundle", bundle.ReleasesDir)
+	if err := os.CopyFS(filepath.Join(releases, "v0.1.0"), os.DirFS(filepath.Join(root, "bundle", bundle.ReleasesDir, "v0.1.0"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bundle.WriteRelease(tmp, "0.2.0"); err != nil {
+		t.Fatal(err)
+	}
+	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(releases, "v0.2.0", "manifests", bundle.PackageName+".clusterserviceversion.yaml"))}
+	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
+	version, _, _ := unstructured.NestedString(csv.Object, "spec", "version")
+	if csv.GetName() != "myoperator.v0.2.0" || version != "0.2.0" || replaces != "myoperator.v0.1.0" || csv.GetAnnotations()["olm.skipRange"] != ">=0.1.0 <0.2.0" {
+		t.Errorf("release CSV %s version %s replaces %q skipRange %q", csv.GetName(), version, replaces, csv.GetAnnotations()["olm.skipRange"])
+	}
+	if _, err := os.Stat(filepath.Join(releases, "v0.2.0", "metadata", "annotations.yaml")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "bundle.Dockerfile")); err == nil {
+		t.Error("a release wrote bundle.Dockerfile, which belongs to bundle/")
+	}
+	if _, _, err := bundle.WriteRelease(tmp, "0.2.0"); err == nil || !strings.Contains(err.Error(), "never rewritten") {
+		t.Errorf("second WriteRelease(0.2.0): %v, want a refusal", err)
+	}
+}
+
+// TestReleaseV010Frozen: bundle/releases/v0.1.0 is, byte for byte, the
+// bundle the release commit 7a934a4 generated.
+func TestReleaseV010Frozen(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commit = "7a934a4"
+	dir := filepath.Join(root, "bundle", bundle.ReleasesDir, "v0.1.0")
+	out, err := exec.Command("git", "-C", root, "ls-tree", "-r", "--name-only", commit, "bundle/manifests", "bundle/metadata").Output()
+	if err != nil {
+		t.Fatalf("git ls-tree %s: %v (a shallow clone lacks the release commit: git fetch --unshallow)", commit, err)
+	}
+	var want []string
+	for _, f := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(f, "bundle/")
+		want = append(want, rel)
+		blob, err := exec.Command("git", "-C", root, "show", commit+":"+f).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil || !bytes.Equal(got, blob) {
+			t.Errorf("%s differs from %s:%s (%v)", filepath.Join(dir, rel), commit, f, err)
+		}
+	}
+	var have []string
+	for _, sub := range []string{"manifests", "metadata"} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			have = append(have, sub+"/"+e.Name())
+		}
+	}
+	if !reflect.DeepEqual(have, want) {
+		t.Errorf("files %v, %s has %v", have, commit, want)
+	}
+}
+
+// TestWithoutCertRights: the rotator's writes leave the CSV's rules, every
+// other right stays.
+func TestWithoutCertRights(t *testing.T) {
+	rule := func(groups, resources, verbs []any, names ...any) map[string]any {
+		r := map[string]any{"apiGroups": groups, "resources": resources, "verbs": verbs}
+		if len(names) > 0 {
+			r["resourceNames"] = names
+		}
+		return r
+	}
+	crdGroup := []any{"apiextensions.k8s.io"}
+	cases := []struct {
+		name     string
+		in, want []any
+	}{
+		{
+			name: "other rules untouched",
+			in:   []any{rule([]any{""}, []any{"configmaps"}, []any{"get", "patch"})},
+			want: []any{rule([]any{""}, []any{"configmaps"}, []any{"get", "patch"})},
+		},
+		{
+			name: "reads of CRDs stay",
+			in:   []any{rule(crdGroup, []any{"customresourcedefinitions"}, []any{"get", "list", "watch"})},
+			want: []any{rule(crdGroup, []any{"customresourcedefinitions"}, []any{"get", "list", "watch"})},
+		},
+		{
+			name: "CRD status stays, the CRD's writes go",
+			in:   []any{rule(crdGroup, []any{"customresourcedefinitions", "customresourcedefinitions/status"}, []any{"patch", "update"}, "drinks.example.com")},
+			want: []any{rule(crdGroup, []any{"customresourcedefinitions/status"}, []any{"patch", "update"}, "drinks.example.com")},
+		},
+		{
+			name: "webhook configuration writes go",
+			in: []any{rule([]any{"admissionregistration.k8s.io"}, []any{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, []any{"patch", "update"}, "a", "b"),
+				rule([]any{"admissionregistration.k8s.io"}, []any{"mutatingwebhookconfigurations"}, []any{"get", "patch"})},
+			want: []any{rule([]any{"admissionregistration.k8s.io"}, []any{"mutatingwebhookconfigurations"}, []any{"get"})},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bundle.WithoutCertRights(tc.in); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
