@@ -164,6 +164,8 @@ E2E_NETNS ?= $(NETNS)
 .PHONY: test-e2e
 test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries) build ## End-to-end suites (e2e-framework) on a kwok cluster they create, or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
+	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
+	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 

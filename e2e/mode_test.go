@@ -151,6 +151,15 @@ func reinstalls() string {
 	return "it installs the operator again afterwards, and with E2E_SKIP_INSTALL=1 the suite does not know how it was installed (without it the suite installs with make deploy, E2E_IMG and E2E_DEPLOY_CONFIG)"
 }
 
+// ownCluster is "" on the cluster the suite created, where its pod runner
+// runs the operator's pods from images it builds.
+func ownCluster(what string) string {
+	if mode.created() {
+		return ""
+	}
+	return what + ", which it does only on the cluster it creates"
+}
+
 // noLogs is "" when the suite can read the operator's container logs:
 // from its own pod runner. Against an existing cluster it does not run the
 // pods.

@@ -31,6 +31,13 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		reinstalls())
 }
 
+func TestReleaseUpgrade(t *testing.T) {
+	runFeature(t, releaseUpgrade(),
+		ownCluster("it builds the previous release's image and runs its pods with the suite's pod runner"),
+		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
+		reinstalls())
+}
+
 func TestRemovalKeepsUsersData(t *testing.T) {
 	runFeature(t, removalKeepsUsersData(),
 		destructive("make undeploy deletes the operator's namespace, webhook configurations, ClusterRoles and bindings"),

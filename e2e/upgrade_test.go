@@ -34,18 +34,18 @@ const (
 	upgradeDrinks = 20
 )
 
-// upgradeFromPreviousRelease: the previous release stored Drinks as
-// v1alpha1 (its only version, no webhooks) and left their ConfigMaps in
-// the course's layout, unlabelled. Installing the current release over it
+// upgradeFromPreviousRelease: before the first release (the course's
+// operator, pre-history) Drinks were stored as v1alpha1 (its only version,
+// no webhooks) and their ConfigMaps in the course's layout, unlabelled. Installing the current release over it
 // migrates every Drink to v1 storage, trims storedVersions to ["v1"] and
 // adopts each ConfigMap in place (same UID, v1alpha1 layout kept).
 func upgradeFromPreviousRelease() features.Feature {
 	drinkUIDs := map[string]types.UID{}
 	cmUIDs := map[string]types.UID{}
-	return features.New("upgrade from the previous release's storage").WithLabel("area", "upgrade").
+	return features.New("upgrade from the course's v1alpha1-only storage").WithLabel("area", "prehistory").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			uninstall(t, cfg)
-			installPreviousRelease(ctx, t, cfg, drinkUIDs, cmUIDs)
+			installPreHistory(ctx, t, cfg, drinkUIDs, cmUIDs)
 			if _, err := install(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -129,19 +129,19 @@ func legacyData(name string) map[string]string {
 	return map[string]string{"name": "Old " + name, "drink": "tea"}
 }
 
-// installPreviousRelease installs the fixture: the Drink CRD as the
-// previous release shipped it (v1alpha1 only, stored as v1alpha1, no
+// installPreHistory installs the fixture: the Drink CRD as the course's
+// operator shipped it before the first release (v1alpha1 only, stored as v1alpha1, no
 // conversion webhook), Drinks written through it and the ConfigMaps that
 // release made for them (owned by the Drinks, unlabelled). It records the
 // UIDs.
-func installPreviousRelease(ctx context.Context, t *testing.T, cfg *envconf.Config, drinkUIDs, cmUIDs map[string]types.UID) {
+func installPreHistory(ctx context.Context, t *testing.T, cfg *envconf.Config, drinkUIDs, cmUIDs map[string]types.UID) {
 	t.Helper()
-	crd, err := previousDrinkCRD()
+	crd, err := preHistoryDrinkCRD()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out, err := applyServerSide(cfg, crd); err != nil {
-		t.Fatalf("previous release CRD: %v: %s", err, out)
+		t.Fatalf("pre-history CRD: %v: %s", err, out)
 	}
 	if out, err := kubectl(cfg, "wait", "--for=condition=Established", "--timeout=30s", "crd/drinks.example.com"); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -183,9 +183,9 @@ func installPreviousRelease(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	}
 }
 
-// previousDrinkCRD is the current Drink CRD cut down to what the previous
-// release shipped: only v1alpha1, served and stored, no conversion.
-func previousDrinkCRD() (string, error) {
+// preHistoryDrinkCRD is the current Drink CRD cut down to what the
+// course's operator shipped: only v1alpha1, served and stored, no conversion.
+func preHistoryDrinkCRD() (string, error) {
 	out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, "config", "crd")).Output()
 	if err != nil {
 		return "", fmt.Errorf("kubectl kustomize config/crd: %w", err)

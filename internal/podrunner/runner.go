@@ -201,11 +201,13 @@ func (r *Runner) sync(ctx context.Context) error {
 		}
 		live[p.UID] = true
 		r.mu.Lock()
-		_, known := r.pods[p.UID]
+		rp, known := r.pods[p.UID]
 		r.mu.Unlock()
 		if !known {
 			r.start(ctx, p)
+			continue
 		}
+		r.reportReadiness(ctx, p, rp)
 	}
 	r.mu.Lock()
 	var gone []*runningPod
@@ -241,11 +243,25 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) {
 	}()
 }
 
-// stop ends a pod's containers with the pod's grace period, like a kubelet.
+// stop ends a pod's containers with the pod's grace period, like a
+// kubelet: the pod has already left the endpoints (sync forgot it), each
+// container's preStop sleep runs first, then SIGTERM, then SIGKILL when
+// the grace period is over.
 func (r *Runner) stop(rp *runningPod) {
 	grace := int64(30)
 	if g := rp.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
+	}
+	var preStop int64
+	for _, c := range rp.pod.Spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+			preStop = max(preStop, c.Lifecycle.PreStop.Sleep.Seconds)
+		}
+	}
+	if preStop = min(preStop, grace); preStop > 0 {
+		r.cfg.Logf("pod runner: %s: preStop sleep %ds before SIGTERM", rp.pod.Name, preStop)
+		time.Sleep(time.Duration(preStop) * time.Second)
+		grace -= preStop
 	}
 	rp.cancel()
 	rp.mu.Lock()
@@ -748,14 +764,10 @@ func (r *Runner) Pods() []PodState {
 	defer r.mu.Unlock()
 	var out []PodState
 	for _, rp := range r.pods {
-		s := PodState{Pod: rp.pod.Name, Slot: rp.slot, Ready: len(rp.pod.Spec.Containers) > 0, Names: map[string]string{}}
+		s := PodState{Pod: rp.pod.Name, Slot: rp.slot, Ready: rp.ready(), Names: map[string]string{}}
 		rp.mu.Lock()
 		for _, c := range rp.pod.Spec.Containers {
-			st, ok := rp.containers[c.Name]
-			if !ok || !st.ready.Load() {
-				s.Ready = false
-			}
-			if ok {
+			if st, ok := rp.containers[c.Name]; ok {
 				s.Restarts += st.restarts.Load()
 				s.Names[c.Name] = st.name
 			}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Checks out the previous release's tree from git and builds its binaries
+# with its own Makefile, for the e2e upgrade from that release.
+#
+# The previous release is the newest one in RELEASES.md whose commit's
+# tree is not the tree of HEAD (right after `make release` records a
+# release, HEAD differs from the release commit only by that record, and the
+# upgrade is still from the recorded one). PREVIOUS_RELEASE=vX.Y.Z@<sha>
+# names another.
+#
+# It prints "VERSION COMMIT DIR" on its last line; DIR is a git worktree
+# under bin/releases/ with bin/manager and bin/bootstrap built. Run it where
+# the Go module proxy is reachable the first time (make test-e2e does,
+# before it enters the network namespace); afterwards it builds offline.
+#
+# Usage: hack/previous-release.sh
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+fail() { printf 'previous-release: %s\n' "$*" >&2; exit 1; }
+
+if [ -n "${PREVIOUS_RELEASE:-}" ]; then
+  version=${PREVIOUS_RELEASE%@*}
+  commit=${PREVIOUS_RELEASE#*@}
+else
+  [ -f RELEASES.md ] || fail "RELEASES.md, the release record, is missing"
+  head_tree=$(git rev-parse 'HEAD^{tree}')
+  version="" commit=""
+  # Releases newest first: "## vX.Y.Z - date" followed by "Commit: <sha>".
+  while read -r v c; do
+    if ! git cat-file -e "$c^{commit}" 2>/dev/null; then
+      if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+        fail "release $v was cut from commit $c, which this shallow clone does not have; the upgrade test builds that release from git: run git fetch --unshallow (or clone without --depth)"
+      fi
+      fail "release $v names commit $c, which is not in this repository (RELEASES.md is wrong, or the history was rewritten)"
+    fi
+    if [ "$(git rev-parse "$c^{tree}")" != "$head_tree" ]; then
+      version=$v commit=$c
+      break
+    fi
+  done < <(awk '/^## v[0-9]+\.[0-9]+\.[0-9]+/ { v = $2 } /^Commit: / { if (v != "") { print v, $2; v = "" } }' RELEASES.md)
+  [ -n "$version" ] || fail "RELEASES.md records no release older than this tree"
+fi
+commit=$(git rev-parse "$commit^{commit}")
+
+dir="$root/bin/releases/$version"
+if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null || true)" != "$commit" ]; then
+  git worktree remove --force "$dir" >/dev/null 2>&1 || rm -rf "$dir"
+  git worktree prune
+  mkdir -p "$root/bin/releases"
+  git worktree add --detach --force "$dir" "$commit" >&2
+fi
+# A tree that someone edited is not the release.
+[ -z "$(git -C "$dir" status --porcelain --untracked-files=no)" ] || fail "$dir has local changes; remove it (git worktree remove --force $dir)"
+
+# The release's own build recipe, with the same Go toolchain and module
+# cache as the current tree.
+make -C "$dir" --no-print-directory build >&2 || fail "make build of $version (commit $commit) failed; see above"
+for b in manager bootstrap; do
+  [ -x "$dir/bin/$b" ] || fail "make build of $version wrote no bin/$b"
+done
+echo "$version $commit $dir"
