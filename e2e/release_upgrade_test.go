@@ -638,7 +638,7 @@ func checkOperandWrites(t *testing.T, what string, fx *releaseFixture, before, a
 	t.Helper()
 	allowed, err := announcedOperandChanges()
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	recreated, rewritten := 0, 0
 	for _, key := range slices.Sorted(maps.Keys(fx.operands)) {
@@ -676,7 +676,7 @@ func checkOperandWrites(t *testing.T, what string, fx *releaseFixture, before, a
 			t.Errorf("%s: %s rewritten %d times, want at most once", what, key, len(changes))
 		}
 		for _, c := range changes {
-			if !announced(c, allowed) {
+			if err == nil && !announced(c, allowed) {
 				t.Errorf("%s: %s changed in a way the release record (RELEASES.md, Operands) does not announce: %s", what, key, c)
 			}
 		}

@@ -25,7 +25,7 @@ func TestLiveConfiguration(t *testing.T) { runFeature(t, liveConfiguration()) }
 
 func TestLeaderFailoverUnderLoad(t *testing.T) { runFeature(t, leaderFailoverUnderLoad()) }
 
-func TestUpgradeFromPreviousRelease(t *testing.T) {
+func TestUpgradeFromPreHistory(t *testing.T) {
 	runFeature(t, upgradeFromPreviousRelease(),
 		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
 		reinstalls())
