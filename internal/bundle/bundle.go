@@ -122,6 +122,9 @@ func Generate(dir string, o Options) error {
 	return os.WriteFile(filepath.Join(filepath.Dir(dir), "bundle.Dockerfile"), []byte(df.String()), 0o644)
 }
 
+// OLMManagerArgs end the manager's arguments in the CSV.
+var OLMManagerArgs = []string{"--manage-webhook-certs=false", "--webhook-cert-secret="}
+
 // OperandsClusterRole grants the rights on Guestbook operands; it is
 // bound per operand namespace (config/rbac/guestbook_operands_role.yaml).
 const OperandsClusterRole = "myoperator-guestbook-operands"
@@ -161,7 +164,10 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 		return nil, fmt.Errorf("config/default renders %d Deployments, want 1", len(deps))
 	}
 	depSpec, _, _ := unstructured.NestedMap(deps[0].Object, "spec")
-	// OLM issues and mounts the webhook certificate itself.
+	// OLM issues the webhook certificate, mounts it in the manager's
+	// --webhook-cert-dir (/tmp/k8s-webhook-server/serving-certs) and
+	// injects its CA: the manager manages no certificate and serves the
+	// mounted files, not a Secret (an empty --webhook-cert-secret).
 	containers, _, _ := unstructured.NestedSlice(depSpec, "template", "spec", "containers")
 	image := ""
 	for i, c := range containers {
@@ -169,7 +175,7 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 		if cm["name"] == "manager" {
 			image, _ = cm["image"].(string)
 			args, _, _ := unstructured.NestedStringSlice(cm, "args")
-			cm["args"] = toAny(append(args, "--manage-webhook-certs=false"))
+			cm["args"] = toAny(append(args, OLMManagerArgs...))
 			containers[i] = cm
 		}
 	}

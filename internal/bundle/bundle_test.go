@@ -125,10 +125,12 @@ func TestBundleMatchesConfig(t *testing.T) {
 		}
 		if w["name"] == "manager" {
 			args := g["args"].([]any)
-			if args[len(args)-1] != "--manage-webhook-certs=false" {
-				t.Errorf("manager args %v: OLM provides the certificate", args)
+			n := len(args) - len(bundle.OLMManagerArgs)
+			if n < 0 || !reflect.DeepEqual(args[n:], toAnySlice(bundle.OLMManagerArgs)) {
+				t.Errorf("manager args %v do not end with %v: OLM provides and mounts the certificate", args, bundle.OLMManagerArgs)
+				n = len(args)
 			}
-			g["args"] = args[:len(args)-1]
+			g["args"] = args[:n]
 		}
 	}
 	if err := unstructured.SetNestedSlice(got, gotContainers, "template", "spec", "containers"); err != nil {
@@ -194,4 +196,12 @@ func TestBundleMatchesConfig(t *testing.T) {
 	if !slices.ContainsFunc(strings.Split(string(df), "\n"), func(l string) bool { return l == "COPY bundle/manifests /manifests/" }) {
 		t.Errorf("bundle.Dockerfile does not copy the manifests")
 	}
+}
+
+func toAnySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
