@@ -1,10 +1,14 @@
 # The operator's image: the static manager and bootstrap binaries, built by
-# `make build` before the image (no base image can be pulled where the
-# project builds, so the only stage starts FROM scratch; nothing else is in
-# the image: no shell, no package manager).
+# `make build` (the host's architecture) or cross-compiled by `make
+# docker-build-multiarch` into bin/linux_<arch>/ before the image (no base
+# image can be pulled where the project builds, so the only stage starts FROM
+# scratch; nothing else is in the image: no shell, no package manager).
+# TARGETARCH is set by the build tool: the host's architecture, or each one
+# of --platform; only files are copied, so no architecture is emulated.
 FROM scratch
-COPY bin/manager /manager
-COPY bin/bootstrap /bootstrap
+ARG TARGETARCH
+COPY bin/linux_${TARGETARCH}/manager /manager
+COPY bin/linux_${TARGETARCH}/bootstrap /bootstrap
 # A numeric, non-root user, so that runAsNonRoot can verify it.
 USER 65532:65532
 ENTRYPOINT ["/manager"]

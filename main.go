@@ -14,6 +14,7 @@ import (
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
+	"github.com/example/myoperator/internal/version"
 )
 
 func main() {
@@ -59,10 +60,17 @@ func run() error {
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on; empty disables it.")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Client-side limit of API requests per second; -1 leaves fairness to the API server (API Priority and Fairness).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client-side burst of API requests (with --kube-api-qps > 0).")
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String())
+		return nil
+	}
 
 	log, level := logging.New(development)
+	// The first line says which build runs, for whoever reads the logs.
+	log.Info(version.String())
 	ctrl.SetLogger(log)
 	o.LogLevel = level
 	if manageCerts {

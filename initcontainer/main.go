@@ -18,6 +18,7 @@ import (
 	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/version"
 )
 
 func main() {
@@ -34,11 +35,18 @@ func run() int {
 	// path to a kubeconfig, else $KUBECONFIG, else the in-cluster config.
 	flag.DurationVar(&timeout, "timeout", 2*time.Minute, "How long to wait for the OperatorConfig CRD to be established.")
 	flag.DurationVar(&interval, "interval", 2*time.Second, "How often to check the CRD and report progress.")
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String())
+		return 0
+	}
 
 	log, _ := logging.New(development)
 	log = log.WithName("bootstrap")
+	// The first line says which build runs, for whoever reads the logs.
+	log.Info(version.String())
 
 	restCfg, err := config.GetConfig()
 	if err != nil {
