@@ -1,7 +1,15 @@
 # myoperator: build, generate, test and deploy. `make help` lists every target.
 
-# Image to build, push and deploy (config/manager names the same one).
-IMG ?= ghcr.io/example/myoperator:v0.1.0
+# Image to build, push and deploy (config/manager names the same one): the
+# newest release's tag, which make release moves.
+IMAGE_REPO ?= ghcr.io/example/myoperator
+IMG ?= $(IMAGE_REPO):v0.1.0
+# The version the binaries carry and the multi-arch images are tagged with:
+# hack/version derives it from RELEASES.md and git (v0.1.0 for the release's
+# own tree, v0.1.0-<commits since>-g<commit>[-dirty] after it). Evaluated
+# once, and only by the targets that use it.
+VERSION ?= $(eval VERSION := $$(shell go run ./hack/version))$(VERSION)
+COMMIT ?= $(eval COMMIT := $$(shell git rev-parse HEAD 2>/dev/null || echo unknown))$(COMMIT)
 
 # Pinned versions: everything the project builds or runs is named here once.
 KUBE_VERSION ?= v1.37.2
@@ -116,10 +124,28 @@ verify: ## Regenerate code and manifests and fail if that changes any file (a ha
 
 ##@ Build
 
+HOST_ARCH := $(shell go env GOARCH)
+# The platforms of the multi-arch image: pure Go, cross-compiled, nothing emulated.
+PLATFORMS ?= linux/amd64 linux/arm64
+VERSION_PKG := github.com/example/myoperator/internal/version
+# build-for,ARCH: both binaries for linux/ARCH into bin/linux_ARCH/, stamped.
+define build-for
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/manager .
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/bootstrap ./initcontainer
+endef
+
 .PHONY: build
-build: ## Build the manager and bootstrap binaries (static) into bin/.
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/manager .
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/bootstrap ./initcontainer
+build: ## Build the manager and bootstrap binaries (static, stamped with VERSION) into bin/ and bin/linux_<host arch>/.
+	$(call build-for,$(HOST_ARCH))
+	ln -f $(BIN)/linux_$(HOST_ARCH)/manager $(BIN)/manager
+	ln -f $(BIN)/linux_$(HOST_ARCH)/bootstrap $(BIN)/bootstrap
+
+.PHONY: build-multiarch
+build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compile both binaries for every platform in PLATFORMS into bin/linux_<arch>/.
+
+# build-linux-ARCH (no such file, so it always runs): one platform's binaries.
+build-linux-%:
+	$(call build-for,$*)
 
 ##@ Test
 
@@ -241,13 +267,27 @@ bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=5000
 CONTAINER_TOOL ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo podman)
 
 .PHONY: docker-build
-docker-build: build ## Build the image IMG (manager and bootstrap, FROM scratch, uid 65532).
+docker-build: build ## Build the image IMG for the host's architecture (manager and bootstrap, FROM scratch, uid 65532).
 	@if [ "$(CONTAINER_TOOL)" = podman ]; then hack/ensure-podman.sh; fi
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+# The multi-arch image's name; its manifest list goes to MULTIARCH_DEST.
+MULTIARCH_IMG ?= $(IMAGE_REPO):$(VERSION)
+MULTIARCH_DEST ?= oci-archive:$(BIN)/images/$(notdir $(subst :,_,$(MULTIARCH_IMG))).tar
+
+.PHONY: docker-build-multiarch
+docker-build-multiarch: build-multiarch ## Images for PLATFORMS (podman, MULTIARCH_IMG-<arch>) and their manifest list as an OCI archive in bin/images/.
+	hack/ensure-podman.sh
+	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) $(MULTIARCH_DEST)
+
+.PHONY: docker-push-multiarch
+docker-push-multiarch: ## Push the manifest list of MULTIARCH_IMG's platform images (after docker-build-multiarch) to its registry.
+	hack/ensure-podman.sh
+	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) docker://$(MULTIARCH_IMG)
+
 .PHONY: test-image
-test-image: docker-build ## Check the image: both binaries run as uid 65532 on a read-only root filesystem.
-	IMG=$(IMG) CONTAINER_TOOL=$(CONTAINER_TOOL) hack/test-image.sh
+test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.
+	IMG=$(MULTIARCH_IMG) ARCHIVE=$(patsubst oci-archive:%,%,$(MULTIARCH_DEST)) PLATFORMS="$(PLATFORMS)" VERSION=$(VERSION) hack/test-image.sh
 
 .PHONY: docker-push
 docker-push: ## Push the image IMG.
