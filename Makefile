@@ -285,6 +285,11 @@ docker-push-multiarch: ## Push the manifest list of MULTIARCH_IMG's platform ima
 	hack/ensure-podman.sh
 	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) docker://$(MULTIARCH_IMG)
 
+.PHONY: release
+release: ## Cut release VERSION=x.y.z from HEAD: RELEASES.md, image tags, bundle, multi-arch images; prints the git commands (hack/release.sh).
+	@$(if $(filter command line environment,$(origin VERSION)),,echo "release: usage: make release VERSION=x.y.z" >&2; exit 1)
+	hack/release.sh $(VERSION)
+
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.
 	IMG=$(MULTIARCH_IMG) ARCHIVE=$(patsubst oci-archive:%,%,$(MULTIARCH_DEST)) PLATFORMS="$(PLATFORMS)" VERSION=$(VERSION) hack/test-image.sh

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# make release VERSION=x.y.z: cuts release x.y.z from HEAD's commit.
+#
+# 1. Refuses, before changing anything, a version that is not x.y.z, one
+#    already in RELEASES.md, one not newer than the newest release, an empty
+#    Unreleased section, and a work tree with uncommitted changes to tracked
+#    files (the record names HEAD's commit, so HEAD must be what is released).
+# 2. RELEASES.md: the Unreleased notes become "## vx.y.z - <today>" with
+#    "Commit: <HEAD>", under a fresh, empty Unreleased section.
+# 3. The image tag of config/manager and the Makefile's IMG default become
+#    vx.y.z; make bundle regenerates bundle/ (its CSV names the newest
+#    release) and make bundle-release writes bundle/releases/vx.y.z.
+# 4. make docker-build-multiarch VERSION=vx.y.z: the images for every
+#    platform and their manifest list (RELEASE_IMAGES=0 skips this step).
+# 5. Prints what changed and the git commands that commit and tag it.
+#
+# It works on the repository of the current directory.
+set -euo pipefail
+want=${1:-}
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+say() { echo "release: $*"; }
+fail() { echo "release: $*" >&2; exit 1; }
+[ -n "$want" ] || fail "usage: make release VERSION=x.y.z"
+
+tool=$(mktemp -d)/version
+trap 'rm -rf "$(dirname "$tool")"' EXIT
+go build -o "$tool" ./hack/version
+# The record's own checks first: version form, existing, older, no notes.
+"$tool" -cut "$want" -dry-run >/dev/null || fail "refused (nothing changed)"
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  git status --short --untracked-files=no >&2
+  fail "refused: tracked files have uncommitted changes (above); the release records HEAD's commit, so commit or discard them first"
+fi
+previous=$("$tool" -newest)
+head=$(git rev-parse HEAD)
+
+"$tool" -cut "$want"
+version=$("$tool" -newest)
+
+# The release's image tag, where the tree names it: config/manager (and so
+# config/default and the bundle) and the Makefile's IMG default.
+sed -i "s/^\(  newTag: \)$previous\$/\1$version/" config/manager/kustomization.yaml
+grep -q "^  newTag: $version\$" config/manager/kustomization.yaml || fail "config/manager/kustomization.yaml: no 'newTag: $previous' to move to $version"
+sed -i "s/^\(IMG ?= \$(IMAGE_REPO):\)$previous\$/\1$version/" Makefile
+grep -q "^IMG ?= \$(IMAGE_REPO):$version\$" Makefile || fail "Makefile: no 'IMG ?= \$(IMAGE_REPO):$previous' to move to $version"
+say "config/manager and the Makefile's IMG: image tag $previous -> $version"
+
+make --no-print-directory bundle >/dev/null
+say "bundle/: regenerated for $version"
+if make -n bundle-release VERSION="${version#v}" >/dev/null 2>&1; then
+  make --no-print-directory bundle-release VERSION="${version#v}"
+else
+  say "no make bundle-release target in this tree: no release bundle written"
+fi
+
+if [ "${RELEASE_IMAGES:-1}" = 1 ]; then
+  make --no-print-directory docker-build-multiarch VERSION="$version" COMMIT="$head"
+else
+  say "RELEASE_IMAGES=0: images not built (make docker-build-multiarch VERSION=$version builds them)"
+fi
+
+echo
+say "$version recorded from $head; changed:"
+git status --short
+cat <<EOT
+
+Review the changes (git diff), then commit the record and tag the released commit:
+
+  git add RELEASES.md Makefile config/manager/kustomization.yaml bundle bundle.Dockerfile
+  git commit -m "Release $version"
+  git tag -a $version $head -m "myoperator $version"
+
+and publish the images (the manifest list of every platform) and the tag:
+
+  make docker-push-multiarch VERSION=$version
+  git push origin main $version
+EOT
