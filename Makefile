@@ -20,6 +20,9 @@ KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
+# cert-manager's version is the one hack/certmanager/go.mod requires (the
+# launcher's module); it names the launcher's folder.
+CERT_MANAGER_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' hack/certmanager/go.mod)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -31,6 +34,7 @@ BIN := $(ROOT)/bin
 K8S_BIN := $(BIN)/k8s/$(KUBE_VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CERT_MANAGER := $(BIN)/cert-manager-$(CERT_MANAGER_VERSION)/cert-manager
 KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
 KUBECTL ?= kubectl
 # Every API server a target starts runs in this network namespace, which has
@@ -188,7 +192,7 @@ E2E_KUBECONFIG ?=
 E2E_NETNS ?= $(NETNS)
 
 .PHONY: test-e2e
-test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries) build ## End-to-end suites (e2e-framework) on a kwok cluster they create, or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
+test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) build ## End-to-end suites (e2e-framework) on a kwok cluster they create, or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
@@ -199,6 +203,11 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries) build ## End-to-end suites (e2e-
 ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks.
 
 ##@ Kubernetes binaries and local cluster
+
+.PHONY: cert-manager
+cert-manager: $(CERT_MANAGER) ## Build the launcher of cert-manager's own issuing controllers and cainjector (hack/certmanager, its own module) into bin/cert-manager-<version>/.
+$(CERT_MANAGER): hack/certmanager/go.mod hack/certmanager/go.sum hack/certmanager/main.go
+	cd hack/certmanager && CGO_ENABLED=0 go build -trimpath -o $@ .
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok into bin/k8s/<version> (only what is missing).

@@ -110,8 +110,14 @@ type Options struct {
 	DisableWebhooks bool
 
 	// Certs configures the operator's own certificate management; nil
-	// leaves certificates to someone else (cert-manager, or envtest).
+	// leaves certificates to someone else (cert-manager, OLM, envtest).
 	Certs *CertOptions
+	// IssuedCertSecret, with Certs nil, names the Secret in Namespace where
+	// someone else (cert-manager) keeps the serving certificate: the
+	// manager reads it through the API and serves it from memory, and
+	// neither writes it nor injects a CA. Empty serves the files in CertDir
+	// (OLM mounts them; envtest writes them).
+	IssuedCertSecret string
 
 	LeaderElection bool
 	// LeaseDuration and friends tune leader election; zero uses defaults.
@@ -165,9 +171,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.DisableWebhooks {
 		webhookOpts.Port, o.Certs = -1, nil
 	}
+	if o.DisableWebhooks || o.Certs != nil {
+		o.IssuedCertSecret = ""
+	}
 	var syncer *certs.Syncer
-	if o.Certs != nil {
-		syncer = &certs.Syncer{Dir: o.CertDir}
+	if o.Certs != nil || o.IssuedCertSecret != "" {
+		syncer = &certs.Syncer{}
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
 	}
 	mgrOpts := ctrl.Options{
@@ -211,13 +220,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
-	certsReady := make(chan struct{})
-	if o.Certs != nil {
-		if err := addCertRotator(mgr, o, syncer, certsReady); err != nil {
-			return nil, err
-		}
-	} else {
-		close(certsReady)
+	certsReady, err := addCertificates(mgr, o, syncer)
+	if err != nil {
+		return nil, err
 	}
 	if !o.DisableWebhooks {
 		if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
@@ -230,8 +235,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	// Ready means: certificates written and injected, and the webhook server
-	// serving them. Until then the Service must not send traffic here.
+	// Ready means: the webhook server serving a certificate (with the
+	// rotator: written and injected; with cert-manager: loaded from its
+	// Secret). Until then the Service must not send traffic here.
 	if !o.DisableWebhooks {
 		if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
 			return nil, err
@@ -322,6 +328,26 @@ func tlsOptions(o Options) []func(*tls.Config) {
 	}}
 }
 
+// addCertificates sets up where the webhook certificate comes from and
+// returns a channel closed once it is served: the rotator's (which also
+// injects the CA), a Secret someone else issues, or files (closed at once:
+// the webhook server loads them before it serves).
+func addCertificates(mgr ctrl.Manager, o Options, syncer *certs.Syncer) (<-chan struct{}, error) {
+	ready := make(chan struct{})
+	switch {
+	case o.Certs != nil:
+		return ready, addCertRotator(mgr, o, syncer, ready)
+	case o.IssuedCertSecret != "":
+		syncer.Reader = mgr.GetCache()
+		syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: o.IssuedCertSecret}
+		syncer.Log = mgr.GetLogger().WithName("cert-sync")
+		return syncer.Loaded(), mgr.Add(syncer)
+	default:
+		close(ready)
+		return ready, nil
+	}
+}
+
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {
 	c := o.Certs
 	secret := c.SecretName
@@ -362,6 +388,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	}
 	syncer.Reader = mgr.GetCache()
 	syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: secret}
+	syncer.Dir = o.CertDir
 	syncer.Log = mgr.GetLogger().WithName("cert-sync")
 	return mgr.Add(syncer)
 }
@@ -383,7 +410,7 @@ func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error)
 		select {
 		case <-certsReady:
 		default:
-			return errors.New("webhook certificates not yet written and injected")
+			return errors.New("no webhook certificate served yet (the rotator's not written and injected, or the issued Secret not loaded)")
 		}
 		return serving(req)
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,22 +21,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Syncer loads the serving certificate from the Secret whenever it changes,
-// serves it to the webhook server from memory (GetCertificate), and writes
-// tls.crt and tls.key into Dir, where the rotator checks that they exist.
-// The manager does this itself instead of mounting the Secret: a kubelet
-// refreshes a mounted Secret only every minute or so, which would let the
-// API server meet an expired certificate right after a rotation, and no
-// kubelet runs the operator in the project's e2e clusters.
+// Syncer loads the serving certificate from the Secret whenever it changes
+// and serves it to the webhook server from memory (GetCertificate); with a
+// Dir it also writes tls.crt and tls.key there, where the manager's own
+// rotator checks that they exist. The manager does this itself instead of
+// mounting the Secret: a kubelet refreshes a mounted Secret only every
+// minute or so, which would let the API server meet an expired certificate
+// right after a renewal, and no kubelet runs the operator in the project's
+// e2e clusters.
 type Syncer struct {
 	// Reader is a cached reader scoped to the Secret's namespace.
 	Reader client.Reader
 	Secret types.NamespacedName
-	Dir    string
-	Every  time.Duration
-	Log    logr.Logger
+	// Dir, when set, receives tls.crt and tls.key; empty writes no file.
+	Dir   string
+	Every time.Duration
+	Log   logr.Logger
 
-	current atomic.Pointer[tls.Certificate]
+	current    atomic.Pointer[tls.Certificate]
+	loadedOnce sync.Once
+	closeOnce  sync.Once
+	loaded     chan struct{}
+}
+
+// Loaded is closed once the Syncer serves a certificate from the Secret:
+// readiness when someone else (cert-manager) issues it.
+func (s *Syncer) Loaded() <-chan struct{} {
+	s.loadedOnce.Do(func() { s.loaded = make(chan struct{}) })
+	return s.loaded
 }
 
 // GetCertificate returns the current serving certificate, for
@@ -51,8 +65,10 @@ func (s *Syncer) NeedLeaderElection() bool { return false }
 
 // Start syncs until the context ends.
 func (s *Syncer) Start(ctx context.Context) error {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("creating certificate directory %s: %w", s.Dir, err)
+	if s.Dir != "" {
+		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+			return fmt.Errorf("creating certificate directory %s: %w", s.Dir, err)
+		}
 	}
 	every := s.Every
 	if every == 0 {
@@ -72,14 +88,15 @@ func (s *Syncer) Start(ctx context.Context) error {
 	}
 }
 
-// SyncOnce writes the Secret's certificate and key when they differ from
-// the files. The key is written first: a watcher that sees the certificate
-// change then loads a matching pair.
+// SyncOnce serves the Secret's certificate and key when they differ from
+// the ones served, and writes them when they differ from the files. The key
+// is written first: a watcher that sees the certificate change then loads a
+// matching pair.
 func (s *Syncer) SyncOnce(ctx context.Context) error {
 	secret := &corev1.Secret{}
 	if err := s.Reader.Get(ctx, s.Secret, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil // the rotator has not created it yet
+			return nil // not issued yet
 		}
 		return err
 	}
@@ -93,7 +110,12 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 			return fmt.Errorf("secret %s holds no valid key pair: %w", s.Secret, err)
 		}
 		s.current.Store(&pair)
-		s.Log.Info("serving a new webhook certificate")
+		s.Log.Info("serving a new webhook certificate", "secret", s.Secret.String(), "serial", serial(pair))
+	}
+	s.Loaded()
+	s.closeOnce.Do(func() { close(s.loaded) })
+	if s.Dir == "" {
+		return nil
 	}
 	for _, f := range []struct {
 		name string
@@ -115,6 +137,16 @@ func writeIfChanged(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// serial is the leaf's serial number, for the log: the one a TLS handshake
+// shows, and the one cert-manager's Certificate status names.
+func serial(pair tls.Certificate) string {
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return ""
+	}
+	return leaf.SerialNumber.Text(16)
 }
 
 // firstDER returns the DER bytes of the first certificate in a PEM bundle.

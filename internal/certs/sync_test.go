@@ -1,0 +1,133 @@
+package certs_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/myoperator/internal/certs"
+	"github.com/example/myoperator/internal/certs/certstest"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// TestSyncerServesTheSecret: the Syncer serves what the Secret on a real API
+// server holds, in cert-manager's format: nothing (and not Loaded) until a
+// valid pair is there, each renewal as soon as it is read, and the last
+// good certificate when a write leaves a broken pair.
+func TestSyncerServesTheSecret(t *testing.T) {
+	_, _, c := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	ns := "certs"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certstest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves []*certstest.Leaf
+	for range 3 {
+		l, err := ca.Issue("localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, l)
+	}
+	issued := func(l *certstest.Leaf) *corev1.Secret {
+		return certstest.Secret(ns, "serving", "serving", "ca-issuer", ca, l)
+	}
+	broken := issued(leaves[2])
+	broken.Data[corev1.TLSPrivateKeyKey] = leaves[0].KeyPEM
+
+	for where, dir := range map[string]string{"no Dir": "", "with Dir": t.TempDir()} {
+		s := &certs.Syncer{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: "serving"}, Dir: dir, Log: logr.Discard()}
+		steps := []struct {
+			name    string
+			secret  *corev1.Secret // nil: no Secret
+			wantErr bool
+			served  *certstest.Leaf // nil: nothing served
+		}{
+			{name: "no Secret yet"},
+			{name: "the empty Secret config/ installs for the rotator", secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serving"}}},
+			{name: "issued", secret: issued(leaves[0]), served: leaves[0]},
+			{name: "renewed", secret: issued(leaves[1]), served: leaves[1]},
+			{name: "a key that does not match keeps the last good pair", secret: broken, wantErr: true, served: leaves[1]},
+		}
+		for _, st := range steps {
+			t.Run(where+": "+st.name, func(t *testing.T) {
+				if st.secret != nil {
+					put(ctx, t, c, st.secret)
+				}
+				if err := s.SyncOnce(ctx); (err != nil) != st.wantErr {
+					t.Fatalf("SyncOnce: %v, want error %t", err, st.wantErr)
+				}
+				got, err := s.GetCertificate(nil)
+				loaded := isClosed(s.Loaded())
+				if st.served == nil {
+					if err == nil || loaded {
+						t.Fatalf("serves a certificate (loaded %t) before a valid pair is in the Secret", loaded)
+					}
+					return
+				}
+				if err != nil || !loaded || !bytes.Equal(got.Certificate[0], st.served.Cert.Raw) {
+					t.Fatalf("not serving leaf %s (loaded %t, %v)", st.served.Serial(), loaded, err)
+				}
+				file, err := os.ReadFile(filepath.Join(dir, corev1.TLSCertKey))
+				switch {
+				case dir == "" && !os.IsNotExist(err):
+					t.Fatalf("wrote %s without a Dir: %v", corev1.TLSCertKey, err)
+				case dir != "" && !st.wantErr && !bytes.Equal(file, st.served.CertPEM):
+					t.Fatalf("%s in Dir is not the served leaf (%v)", corev1.TLSCertKey, err)
+				}
+			})
+		}
+		if err := c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serving"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// put creates or replaces the Secret; a Secret's type cannot change, so a
+// different type means a new Secret.
+func put(ctx context.Context, t *testing.T, c client.Client, s *corev1.Secret) {
+	t.Helper()
+	old := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(s), old)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		t.Fatal(err)
+	case old.Type != s.Type && !(old.Type == corev1.SecretTypeOpaque && s.Type == ""):
+		if err := c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		s = s.DeepCopy()
+		s.ResourceVersion = old.ResourceVersion
+		if err := c.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := c.Create(ctx, s.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
