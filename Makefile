@@ -15,7 +15,7 @@ COMMIT ?= $(eval COMMIT := $$(shell git rev-parse HEAD 2>/dev/null || echo unkno
 KUBE_VERSION ?= v1.37.2
 # The oldest Kubernetes the operator supports (README: "Supported Kubernetes
 # versions"); make test-k8s-oldest runs the envtest suites on it.
-KUBE_OLDEST_VERSION ?= v1.30.14
+KUBE_OLDEST_VERSION ?= v1.33.13
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0

@@ -14,8 +14,6 @@ KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 out=${1:?usage: build-k8s.sh OUT_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 
 minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
@@ -35,13 +33,18 @@ build() {
   step "$name: done"
 }
 
-# Each version is pinned by its own modules, with the etcd it was released
-# with, so that adding one never moves the others' dependencies.
+# Each version is pinned by its own modules, with the etcd its release names
+# (build/dependencies.yaml), so that adding one never moves the others'
+# dependencies. v1.33.13 is the oldest supported: 1.30 to 1.32 fail the
+# envtest suites (README: "Supported Kubernetes versions").
 case "$KUBE_VERSION" in
   v1.37.2) kube_mod=hack/k8s/kube etcd_mod=hack/k8s/etcd full=true ;;
-  v1.30.14) kube_mod=hack/k8s/kube-v1.30 etcd_mod=hack/k8s/etcd-v3.5 full=false ;;
-  *) fail "no module under hack/k8s pins KUBE_VERSION=$KUBE_VERSION (known: v1.37.2, v1.30.14)" ;;
+  v1.33.13) kube_mod=hack/k8s/kube-v1.33 etcd_mod=hack/k8s/etcd-v3.5 full=false ;;
+  *) fail "no module under hack/k8s pins KUBE_VERSION=$KUBE_VERSION (known: v1.37.2, v1.33.13)" ;;
 esac
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
 build etcd "$etcd_mod" .
 build kube-apiserver "$kube_mod" ./cmd/kube-apiserver "$ldflags"

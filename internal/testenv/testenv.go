@@ -17,7 +17,10 @@ import (
 	"github.com/example/myoperator/internal/scheme"
 )
 
-// KubeVersion is the Kubernetes version the project builds and tests against.
+// KubeVersion is the Kubernetes version the project builds and tests against
+// by default. make test-k8s-oldest runs the same suites on the oldest
+// supported version by pointing KUBEBUILDER_ASSETS at its folder, which
+// BinaryDir prefers.
 const KubeVersion = "v1.37.2"
 
 // RepoRoot returns the directory that holds go.mod (manifests.RepoRoot).
