@@ -6,12 +6,12 @@ import "testing"
 
 // The features run in this order on one cluster: first what the install
 // left, then the product's behaviour, then what disturbs the operator
-// (leader kill, upgrade, make undeploy and make deploy), and last the
-// uninstall, which also installs again. Each feature also runs alone
-// (E2E_ARGS="--labels area=..."). On a cluster the suite did not create,
-// the features that delete cluster-wide objects run only with
-// E2E_ALLOW_DESTRUCTIVE=1, and those that install the operator again not
-// with E2E_SKIP_INSTALL=1; each says why when it is skipped.
+// (leader kill, upgrade, make undeploy and make deploy, an install with
+// cert-manager), and last the uninstall, which also installs again. Each
+// feature also runs alone (E2E_ARGS="--labels area=..."). On a cluster the
+// suite did not create, the features that delete cluster-wide objects run
+// only with E2E_ALLOW_DESTRUCTIVE=1, and those that install the operator
+// again not with E2E_SKIP_INSTALL=1; each says why when it is skipped.
 
 func TestInstallAndBootstrap(t *testing.T) { runFeature(t, installAndBootstrap()) }
 
@@ -41,6 +41,13 @@ func TestReleaseUpgrade(t *testing.T) {
 func TestRemovalKeepsUsersData(t *testing.T) {
 	runFeature(t, removalKeepsUsersData(),
 		destructive("make undeploy deletes the operator's namespace, webhook configurations, ClusterRoles and bindings"),
+		reinstalls())
+}
+
+func TestCertManager(t *testing.T) {
+	runFeature(t, certManagerIssues(),
+		ownCluster("it runs cert-manager's controllers as a process beside the cluster it created, and the operator's pods with its pod runner"),
+		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
 		reinstalls())
 }
 

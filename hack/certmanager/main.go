@@ -25,7 +25,7 @@ import (
 	"github.com/cert-manager/cert-manager/pkg/util"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kscheme "k8s.io/client-go/kubernetes/scheme"
@@ -72,18 +72,17 @@ func main() {
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	ctrl.SetLogger(klog.NewKlogr())
-	ctx = logf.NewContext(ctx, logf.Log)
-	if err := run(ctx, kubeconfig); err != nil {
+	if err := run(kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, "cert-manager:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig string) error {
-	g, ctx := errgroup.WithContext(ctx)
+func run(kubeconfig string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	g, ctx := errgroup.WithContext(logf.NewContext(ctx, logf.Log))
 	if err := startControllers(ctx, g, kubeconfig); err != nil {
 		return err
 	}
@@ -134,7 +133,7 @@ func newCAInjector(ctx context.Context) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(kscheme.AddToScheme(scheme))
 	utilruntime.Must(cmscheme.AddToScheme(scheme))
-	utilruntime.Must(apiext.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	utilruntime.Must(apireg.AddToScheme(scheme))
 	// The user agent names cainjector's field manager, as in cert-manager.
 	cfg := util.RestConfigWithUserAgent(ctrl.GetConfigOrDie(), "cainjector")

@@ -106,7 +106,7 @@ func put(ctx context.Context, t *testing.T, c client.Client, s *corev1.Secret) {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		t.Fatal(err)
-	case old.Type != s.Type && !(old.Type == corev1.SecretTypeOpaque && s.Type == ""):
+	case old.Type != typeOf(s):
 		if err := c.Delete(ctx, old); err != nil {
 			t.Fatal(err)
 		}
@@ -121,6 +121,14 @@ func put(ctx context.Context, t *testing.T, c client.Client, s *corev1.Secret) {
 	if err := c.Create(ctx, s.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// typeOf is the Secret's type as the API server stores it.
+func typeOf(s *corev1.Secret) corev1.SecretType {
+	if s.Type == "" {
+		return corev1.SecretTypeOpaque
+	}
+	return s.Type
 }
 
 func isClosed(c <-chan struct{}) bool {
