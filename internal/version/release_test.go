@@ -1,0 +1,165 @@
+package version_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/myoperator/internal/version"
+)
+
+// TestMakeRelease runs make release in a clone of the repository's HEAD, so
+// the real record stays untouched: an existing version, an older one and a
+// non-semver one are refused with their reason and change nothing; a new
+// version is recorded from HEAD's commit with the Unreleased notes, moves
+// the image tags and the bundle, and prints the commands to commit and tag;
+// the tree's version is then the release's, and one commit later describes
+// its distance from it. The images are left out (RELEASE_IMAGES=0): make
+// test-image checks them.
+func TestMakeRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("clones the repository and runs make")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "repo")
+	mustRun(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
+	// make bundle needs controller-gen: the one make built for the
+	// repository, where there is one (a fresh machine builds it).
+	if gens, _ := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*")); len(gens) > 0 {
+		if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range gens {
+			if err := os.Symlink(g, filepath.Join(clone, "bin", filepath.Base(g))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	record := filepath.Join(clone, "RELEASES.md")
+	before, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := version.ReadRecord(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, _ := rec.Newest()
+	next := version.Semver{newest.Version[0], newest.Version[1] + 1, 0}
+	older := version.Semver{newest.Version[0], newest.Version[1], newest.Version[2]}
+	if older[2] > 0 {
+		older[2]--
+	} else if older[1] > 0 {
+		older[1]--
+	}
+
+	for _, refused := range []struct{ version, message string }{
+		{strings.TrimPrefix(newest.Version.String(), "v"), newest.Version.String() + " is already released"},
+		{older.String(), "is not newer than the newest release " + newest.Version.String()},
+		{"1.2", `"1.2" is not a release version`},
+	} {
+		out, err := runMake(clone, "release", "VERSION="+refused.version)
+		if err == nil || !strings.Contains(out, refused.message) {
+			t.Errorf("make release VERSION=%s: %v, want a non-zero exit saying %q:\n%s", refused.version, err, refused.message, out)
+		}
+		if status := mustRun(t, clone, "git", "status", "--porcelain"); status != "" {
+			t.Fatalf("make release VERSION=%s changed files:\n%s", refused.version, status)
+		}
+	}
+
+	head := mustRun(t, clone, "git", "rev-parse", "HEAD")
+	start := time.Now()
+	out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"), "RELEASE_IMAGES=0")
+	if err != nil {
+		t.Fatalf("make release VERSION=%s: %v\n%s", next, err, out)
+	}
+	t.Logf("make release %s (no images) took %s", next, time.Since(start).Round(time.Second))
+	if !strings.Contains(out, "git tag -a "+next.String()+" "+head) {
+		t.Errorf("make release does not print the tag command for %s at %s:\n%s", next, head, out)
+	}
+	rec, err = version.ReadRecord(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rec.Newest(); got.Version != next || got.Commit != head || got.Date != time.Now().UTC().Format(time.DateOnly) {
+		t.Errorf("newest release after make release = %+v, want %s from %s today", got, next, head)
+	}
+	after, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The notes moved under the new heading, and Unreleased is empty.
+	notes := strings.SplitN(string(before), "## Unreleased\n", 2)[1]
+	notes = notes[:strings.Index(notes, "\n## v")]
+	if rec.Unreleased != "" || !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
+		t.Errorf("RELEASES.md after make release: Unreleased %q, want empty and the old notes under %s:\n%s", rec.Unreleased, next, after)
+	}
+	for file, want := range map[string]string{
+		"config/manager/kustomization.yaml": `(?m)^  newTag: ` + regexp.QuoteMeta(next.String()) + `$`,
+		"Makefile":                          `(?m)^IMG \?= \$\(IMAGE_REPO\):` + regexp.QuoteMeta(next.String()) + `$`,
+		"bundle/manifests/myoperator.clusterserviceversion.yaml": `(?m)^  version: ` + regexp.QuoteMeta(strings.TrimPrefix(next.String(), "v")) + `$`,
+	} {
+		raw, err := os.ReadFile(filepath.Join(clone, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(want).Match(raw) {
+			t.Errorf("%s after make release lacks %s", file, want)
+		}
+	}
+	// The tree is the release's (the record names HEAD), with the
+	// release's own files changed; once committed, one commit past it.
+	if got := mustRun(t, clone, "go", "run", "./hack/version"); got != next.String()+"-dirty" {
+		t.Errorf("version before the commit = %q, want %s-dirty", got, next)
+	}
+	mustRun(t, clone, "git", "add", "-A")
+	mustRun(t, clone, "git", "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "Release "+next.String())
+	short := mustRun(t, clone, "git", "rev-parse", "--short=7", "HEAD")
+	if got, want := mustRun(t, clone, "go", "run", "./hack/version"), next.String()+"-1-g"+short; got != want {
+		t.Errorf("version after the commit = %q, want %q", got, want)
+	}
+	out, err = runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"))
+	if err == nil || !strings.Contains(out, next.String()+" is already released") {
+		t.Errorf("make release of the new %s again: %v, want it refused:\n%s", next, err, out)
+	}
+}
+
+// runMake runs make in dir; a make started by make (make test) must not
+// inherit the outer make's flags and variables.
+func runMake(dir string, args ...string) (string, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MAKELEVEL" && k != "MFLAGS" && k != "VERSION" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func mustRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+			stderr = exit.Stderr
+		}
+		t.Fatalf("%s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
