@@ -200,7 +200,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) build ## End-to-end
 	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 
 .PHONY: ci
-ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks.
+ci: verify lint kube-score test test-k8s-oldest test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite (envtest also on the oldest supported Kubernetes), the dev-cluster, image, demo and e2e checks.
 
 ##@ Kubernetes binaries and local cluster
 
