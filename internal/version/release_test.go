@@ -98,8 +98,8 @@ func TestMakeRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The notes moved under the new heading, and Unreleased is empty.
-	notes := strings.SplitN(string(before), "## Unreleased\n", 2)[1]
-	notes = notes[:strings.Index(notes, "\n## v")]
+	_, notes, _ := strings.Cut(string(before), "## Unreleased\n")
+	notes, _, _ = strings.Cut(notes, "\n## v")
 	if rec.Unreleased != "" || !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
 		t.Errorf("RELEASES.md after make release: Unreleased %q, want empty and the old notes under %s:\n%s", rec.Unreleased, next, after)
 	}
