@@ -4,9 +4,11 @@
 # image can be pulled where the project builds, so the only stage starts FROM
 # scratch; nothing else is in the image: no shell, no package manager).
 # TARGETARCH is set by the build tool: the host's architecture, or each one
-# of --platform; only files are copied, so no architecture is emulated.
+# of --platform; only files are copied, so no architecture is emulated. The
+# default only quiets podman 4.3, which warns about an ARG without one; the
+# tool's value wins over it.
 FROM scratch
-ARG TARGETARCH
+ARG TARGETARCH=amd64
 COPY bin/linux_${TARGETARCH}/manager /manager
 COPY bin/linux_${TARGETARCH}/bootstrap /bootstrap
 # A numeric, non-root user, so that runAsNonRoot can verify it.
