@@ -57,6 +57,7 @@ func run() error {
 	// after a SIGTERM near 1-2 s for one more Lease write per second.
 	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", time.Second, "How often the leader renews and followers try to take the Lease.")
 	flag.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown.")
+	flag.DurationVar(&o.WebhookDrainPeriod, "webhook-drain-period", 3*time.Second, "On shutdown, how long the webhook server closes each connection after its response before it stops, so that the API server moves to another replica without a failed call.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on; empty disables it.")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Client-side limit of API requests per second; -1 leaves fairness to the API server (API Priority and Fairness).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client-side burst of API requests (with --kube-api-qps > 0).")

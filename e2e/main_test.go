@@ -103,7 +103,7 @@ func TestMain(m *testing.M) {
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
 		suite.Setup(
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
-			step("kwok cluster", envfuncs.CreateClusterWithOpts(kwok.NewProvider(), clusterName, kwok.WithPath(filepath.Join(bin, "kwokctl")))),
+			step("kwok cluster (operator pods made Ready by the pod runner's probe)", createCluster(bin)),
 			step("clients", makeClients),
 			step("fake nodes", addNodes(3)),
 			step("operator image (podman build)", buildImage),
@@ -196,6 +196,19 @@ func useBinaries(dir string) env.Func {
 			}
 		}
 		return ctx, nil
+	}
+}
+
+// createCluster creates the kwok cluster from the project's binaries with
+// the suite's pod stages (writeKwokConfig).
+func createCluster(bin string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		kwokctl := filepath.Join(bin, "kwokctl")
+		path, err := writeKwokConfig(filepath.Join(root, "bin", "kwok-e2e"), kwokctl)
+		if err != nil {
+			return ctx, err
+		}
+		return envfuncs.CreateClusterWithConfig(kwok.NewProvider(), clusterName, path, kwok.WithPath(kwokctl))(ctx, cfg)
 	}
 }
 

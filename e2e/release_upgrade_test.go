@@ -61,7 +61,9 @@ func (p previousRelease) image() string { return "localhost/myoperator-release:"
 
 // config is a kustomization of the release's own config/e2e with only the
 // image renamed (image()).
-func (p previousRelease) config() string { return filepath.Join(root, "bin", "releases", "overlays", p.version) }
+func (p previousRelease) config() string {
+	return filepath.Join(root, "bin", "releases", "overlays", p.version)
+}
 
 // preparePreviousRelease checks the previous release out of git, builds it
 // with its own Makefile and its image with its own Dockerfile, and writes
@@ -124,6 +126,7 @@ func releaseUpgrade() features.Feature {
 				t.Fatal(err)
 			}
 			fmt.Printf("e2e: previous release %s, commit %s, image %s\n", prev.version, prev.commit, prev.image())
+			fx.previous = prev.version
 			uninstall(t, cfg)
 			if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
 				t.Fatalf("installing %s: %v: %s", prev.version, err, out)
@@ -165,6 +168,7 @@ func releaseUpgrade() features.Feature {
 
 // releaseFixture is what the previous release manages before the upgrade.
 type releaseFixture struct {
+	previous string                  // the previous release's version
 	operands map[string]operandState // by operandKey
 }
 
@@ -525,7 +529,7 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx
 		t.Fatal(err)
 	}
 	handovers := lw.finish()
-	fmt.Printf("e2e: %s: applied at %s; first new pod serving after %s, rollout complete (every pod new and Ready, old ones gone) after %s\n",
+	fmt.Printf("e2e: %s: applied at %s; first new pod serving after %s, rollout complete (every pod new and Ready, old ones gone, Lease held by a new one) after %s\n",
 		what, applied.Format("15:04:05.000"), firstServing.Round(time.Millisecond), done.Round(time.Millisecond))
 	fmt.Printf("e2e: %s: load: %s\n", what, rep)
 	grown := errsAfter.Sub(errsBefore)
@@ -565,8 +569,8 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx
 
 // waitRollout waits until the operator's Deployment has rolled out: its
 // pods all run the new template and are Ready (the suite's runner says so
-// from the real probe), none of the old ones runs, and one holds the
-// Lease. It returns when the first new pod served and when the rollout
+// from the real probe), no old pod is left, not even terminating, and a
+// new one holds the Lease. It returns when the first new pod served and when the rollout
 // was done, both from applied.
 func waitRollout(ctx context.Context, applied time.Time, timeout time.Duration) (first, done time.Duration, err error) {
 	deadline := time.Now().Add(timeout)
@@ -583,20 +587,30 @@ func waitRollout(ctx context.Context, applied time.Time, timeout time.Duration) 
 				return 0, 0, err
 			}
 		}
-		pods, err := operatorPodList(ctx)
+		// Readiness from the pod runner (the real probe); the pods
+		// themselves from the API, terminating ones included.
+		running, err := operatorPodList(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
-		for _, p := range pods {
-			pod := &corev1.Pod{}
-			if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: p.name}, pod); err != nil {
-				continue
-			}
-			if hash != "" && pod.Labels["pod-template-hash"] == hash {
+		ready := map[string]bool{}
+		for _, p := range running {
+			ready[p.name] = p.ready
+		}
+		pods := &corev1.PodList{}
+		if err := kc.List(ctx, pods, client.InNamespace(operatorNS), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return 0, 0, err
+		}
+		holder, _ := leaseHolder(ctx)
+		newHolder := false
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if hash != "" && pod.Labels["pod-template-hash"] == hash && pod.DeletionTimestamp == nil {
 				newPods++
-				if p.ready {
+				if ready[pod.Name] {
 					readyNew++
 				}
+				newHolder = newHolder || pod.Name == holder
 			} else {
 				oldPods++
 			}
@@ -605,8 +619,7 @@ func waitRollout(ctx context.Context, applied time.Time, timeout time.Duration) 
 			first = time.Since(applied)
 		}
 		want := int(*d.Spec.Replicas)
-		holder, _ := leaseHolder(ctx)
-		if hash != "" && newPods == want && readyNew == want && oldPods == 0 && d.Status.UpdatedReplicas == int32(want) && d.Status.AvailableReplicas == int32(want) && holder != "" {
+		if hash != "" && newPods == want && readyNew == want && oldPods == 0 && d.Status.UpdatedReplicas == int32(want) && d.Status.AvailableReplicas == int32(want) && newHolder {
 			return first, time.Since(applied), nil
 		}
 		if time.Now().After(deadline) {
@@ -636,7 +649,7 @@ func newReplicaSetHash(ctx context.Context, d *appsv1.Deployment) (string, error
 // was written at most once, in a way the release record announces.
 func checkOperandWrites(t *testing.T, what string, fx *releaseFixture, before, after map[string]operandState, writes map[string][]operandState) {
 	t.Helper()
-	allowed, err := announcedOperandChanges()
+	allowed, err := announcedOperandChanges(fx.previous)
 	if err != nil {
 		t.Error(err)
 	}
@@ -685,9 +698,11 @@ func checkOperandWrites(t *testing.T, what string, fx *releaseFixture, before, a
 }
 
 // announcedOperandChanges reads the release record's announcements of
-// changes to operands: every backquoted term in a line under an
-// "### Operands" heading (a label, annotation or field name).
-func announcedOperandChanges() ([]string, error) {
+// changes to operands between the previous release and this tree: every
+// backquoted term (a label, annotation or field name) in the "### Operands"
+// parts of the sections above the previous release's (Unreleased, and any
+// release recorded after it).
+func announcedOperandChanges(previous string) ([]string, error) {
 	data, err := os.ReadFile(filepath.Join(root, "RELEASES.md"))
 	if err != nil {
 		return nil, err
@@ -696,6 +711,9 @@ func announcedOperandChanges() ([]string, error) {
 	in := false
 	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "## "+previous+" ") {
+			break
+		}
 		if strings.HasPrefix(line, "#") {
 			in = line == "### Operands"
 			continue

@@ -30,6 +30,7 @@ import (
 	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
+	"github.com/example/myoperator/internal/webhookdrain"
 	"github.com/example/myoperator/reconcile"
 )
 
@@ -125,6 +126,12 @@ type Options struct {
 
 	GracefulShutdownTimeout time.Duration
 
+	// WebhookDrainPeriod is how long the webhook server answers with
+	// "Connection: close" before it stops, so that the API server moves
+	// its connections to a pod that keeps running (webhookdrain); zero
+	// stops it at once.
+	WebhookDrainPeriod time.Duration
+
 	// PprofAddr serves net/http/pprof when set; empty (the default) serves
 	// nothing.
 	PprofAddr string
@@ -179,6 +186,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		syncer = &certs.Syncer{}
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
 	}
+	webhookServer := webhookdrain.New(crwebhook.NewServer(webhookOpts), o.WebhookDrainPeriod)
 	mgrOpts := ctrl.Options{
 		Scheme: scheme.New(),
 		// The operator reads Secrets only in its own namespace (its webhook
@@ -198,7 +206,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		},
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
-		WebhookServer:                 crwebhook.NewServer(webhookOpts),
+		WebhookServer:                 webhookServer,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "myoperator.example.com",
 		LeaderElectionNamespace:       o.Namespace,
@@ -218,6 +226,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.Add(webhookServer.DrainOnStop()); err != nil {
+		return nil, err
 	}
 
 	certsReady, err := addCertificates(mgr, o, syncer)

@@ -34,8 +34,13 @@ var Annotations = [][2]string{
 	{"operators.operatorframework.io.bundle.channel.default.v1", Channel},
 }
 
-// MinKubeVersion is the oldest Kubernetes the CSV claims (spec.minKubeVersion).
-const MinKubeVersion = "1.30.0"
+// MinKubeVersion is the oldest Kubernetes the CSV claims
+// (spec.minKubeVersion): the minor of the Makefile's KUBE_OLDEST_VERSION,
+// on which make test-k8s-oldest runs every envtest suite
+// (TestMinKubeVersionIsTested). Before 1.33 the API server checks CEL rules
+// on status writes without ratcheting, so a Drink stored before a rule
+// existed could never have its status written.
+const MinKubeVersion = "1.33.0"
 
 // Options say which bundle to write.
 type Options struct {

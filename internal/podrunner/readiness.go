@@ -27,14 +27,19 @@ func (rp *runningPod) ready() bool {
 
 // reportReadiness writes the pod's Ready and ContainersReady conditions
 // from the real probe, as a kubelet does, whenever the cluster's say
-// otherwise. kwok marks every pod on a fake node Ready a few seconds after
-// it starts, whether or not anything answers; left like that, a
+// otherwise. kwok marks every pod on a fake node Ready as soon as it is
+// scheduled, whether or not anything answers; left like that, a
 // Deployment's rollout would take a pod that serves nothing as available
-// and stop an old one that does. kwok sets Ready once (its pod-ready stage
-// matches only Pending pods), so the runner's later writes stand; the few
-// hundred milliseconds before the runner corrects it are why the
-// Deployment also asks for minReadySeconds.
+// and stop an old one that does. The e2e suite's cluster therefore has
+// kwok make the runner's pods Running but not Ready, and the runner says
+// when they are. kwok writes a pod's status once (its pod-ready stage
+// matches only Pending pods), so the runner's writes stand.
 func (r *Runner) reportReadiness(ctx context.Context, p *corev1.Pod, rp *runningPod) {
+	// Until kwok has made the pod Running, its stage would still write
+	// over the conditions.
+	if p.Status.Phase != corev1.PodRunning {
+		return
+	}
 	want := corev1.ConditionFalse
 	if rp.ready() {
 		want = corev1.ConditionTrue

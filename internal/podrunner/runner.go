@@ -19,6 +19,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -81,6 +82,9 @@ type Runner struct {
 	mu   sync.Mutex
 	pods map[types.UID]*runningPod
 	used map[int]bool // slots in use
+	// stopping counts the pods being stopped: their preStop sleeps and
+	// grace periods run beside the sync loop, as a kubelet's do.
+	stopping sync.WaitGroup
 }
 
 // runningPod is one pod and its containers.
@@ -194,9 +198,14 @@ func (r *Runner) sync(ctx context.Context) error {
 		return err // the namespace may be gone (uninstall) or the API busy; next tick
 	}
 	live := map[types.UID]bool{}
+	deleted := map[types.UID]bool{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+		if p.DeletionTimestamp != nil {
+			deleted[p.UID] = true
+			continue
+		}
+		if p.Spec.NodeName == "" {
 			continue
 		}
 		live[p.UID] = true
@@ -220,9 +229,30 @@ func (r *Runner) sync(ctx context.Context) error {
 	r.mu.Unlock()
 	for _, rp := range gone {
 		r.cfg.Logf("pod runner: pod %s is gone; stopping its containers", rp.pod.Name)
-		r.stop(rp)
+		r.stopping.Go(func() {
+			r.stop(rp)
+			if deleted[rp.pod.UID] {
+				r.finishDeletion(ctx, rp.pod)
+			}
+		})
 	}
 	return nil
+}
+
+// finishDeletion removes a deleted pod once its containers have stopped,
+// as a kubelet does: until then the pod object stays (terminating), and
+// with it the ServiceAccount token bound to it, so that a stopping
+// manager can still release its Lease. (The e2e suite's kwok stages leave
+// these pods' deletion to the runner; elsewhere kwok may have removed the
+// pod already.)
+func (r *Runner) finishDeletion(ctx context.Context, p *corev1.Pod) {
+	uid := p.UID
+	err := r.cfg.Client.CoreV1().Pods(p.Namespace).Delete(context.WithoutCancel(ctx), p.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64(0)), Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.cfg.Logf("pod runner: %s: removing the deleted pod: %v", p.Name, err)
+	}
 }
 
 func (r *Runner) start(ctx context.Context, p *corev1.Pod) {
@@ -291,6 +321,7 @@ func (r *Runner) stopAll() {
 		wg.Go(func() { r.stop(rp) })
 	}
 	wg.Wait()
+	r.stopping.Wait()
 }
 
 // sleep waits d or until ctx ends, and says whether ctx is still going.
