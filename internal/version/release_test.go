@@ -45,21 +45,36 @@ func TestMakeRelease(t *testing.T) {
 		}
 	}
 	record := filepath.Join(clone, "RELEASES.md")
-	before, err := os.ReadFile(record)
+	rec, err := version.ReadRecord(record)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := version.ReadRecord(record)
+	commit := func(message string) {
+		mustRun(t, clone, "git", "add", "-A")
+		mustRun(t, clone, "git", "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", message)
+	}
+	// Right after a release the record has no notes to release: give it one.
+	if rec.Unreleased == "" {
+		raw, err := os.ReadFile(record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = []byte(strings.Replace(string(raw), "## Unreleased\n", "## Unreleased\n\n### Fixed\n\n- A fix.\n", 1))
+		if err := os.WriteFile(record, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		commit("Notes")
+	}
+	before, err := os.ReadFile(record)
 	if err != nil {
 		t.Fatal(err)
 	}
 	newest, _ := rec.Newest()
 	next := version.Semver{newest.Version[0], newest.Version[1] + 1, 0}
-	older := version.Semver{newest.Version[0], newest.Version[1], newest.Version[2]}
-	if older[2] > 0 {
-		older[2]--
-	} else if older[1] > 0 {
-		older[1]--
+	// A version below the newest that no release has (x.y.999 is never cut).
+	older := version.Semver{newest.Version[0], newest.Version[1] - 1, 999}
+	if newest.Version[1] == 0 {
+		older = version.Semver{newest.Version[0] - 1, 999, 999}
 	}
 
 	for _, refused := range []struct{ version, message string }{
@@ -121,8 +136,7 @@ func TestMakeRelease(t *testing.T) {
 	if got := mustRun(t, clone, "go", "run", "./hack/version"); got != next.String()+"-dirty" {
 		t.Errorf("version before the commit = %q, want %s-dirty", got, next)
 	}
-	mustRun(t, clone, "git", "add", "-A")
-	mustRun(t, clone, "git", "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "Release "+next.String())
+	commit("Release " + next.String())
 	short := mustRun(t, clone, "git", "rev-parse", "--short=7", "HEAD")
 	if got, want := mustRun(t, clone, "go", "run", "./hack/version"), next.String()+"-1-g"+short; got != want {
 		t.Errorf("version after the commit = %q, want %q", got, want)
