@@ -16,6 +16,19 @@ func record(unreleased string, releases ...string) string {
 	return "# Releases\n\nIntro.\n\n## Unreleased\n\n" + unreleased + "\n" + strings.Join(releases, "\n")
 }
 
+// checkErr fails the test unless err contains want, or is nil when want is
+// empty; it reports whether an error was expected (the case ends there).
+func checkErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	case want == "" && err != nil:
+		t.Fatal(err)
+	}
+	return want != ""
+}
+
 func release(v, date, commit string) string {
 	return "## " + v + " - " + date + "\n\nCommit: " + commit + "\n\n### Added\n\n- Something.\n"
 }
@@ -48,14 +61,8 @@ func TestParseRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, err := ParseRecord(tc.text)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.err)
-				}
+			if checkErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(rec.Releases) != len(tc.want) {
 				t.Fatalf("releases = %v, want %v", rec.Releases, tc.want)
@@ -145,14 +152,8 @@ func TestCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, r, err := Cut(tc.text, tc.version, "2026-12-24", tc.commit)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.err)
-				}
+			if checkErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			rec, err := ParseRecord(out)
 			if err != nil {
