@@ -53,16 +53,18 @@ func (s *ServiceProxy) serve() {
 	}
 }
 
-// handle connects the client to the first endpoint that answers, starting
-// at a rotating offset among the ready ones.
+// handle connects the client to one ready endpoint, chosen in turn, as a
+// Service's proxy does: when that endpoint refuses, the client's
+// connection fails too, as with kube-proxy, instead of quietly going to
+// another endpoint (which would hide a pod marked Ready before it serves).
+// Only when no endpoint is ready does it try the running ones in order.
 func (s *ServiceProxy) handle(conn net.Conn) {
 	ready, rest := s.endpoints()
 	n := int(s.next.Add(1))
-	var order []int
-	for i := range ready {
-		order = append(order, ready[(n+i)%len(ready)])
+	order := rest
+	if len(ready) > 0 {
+		order = []int{ready[n%len(ready)]}
 	}
-	order = append(order, rest...)
 	for _, port := range order {
 		backend, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
 		if err != nil {

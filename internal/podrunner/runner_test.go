@@ -61,7 +61,7 @@ func TestPodmanRun(t *testing.T) {
 
 // The Service stand-in sends connections to ready endpoints only while
 // there are some, and to the others when none is ready.
-func TestServiceProxyPrefersReady(t *testing.T) {
+func TestServiceProxyIsAService(t *testing.T) {
 	backend := func(name string) int {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -109,5 +109,23 @@ func TestServiceProxyPrefersReady(t *testing.T) {
 	}
 	if got := call(start(nil)); got != "c" {
 		t.Errorf("with no ready endpoint, answered by %q, want c", got)
+	}
+	// A Ready endpoint that refuses (a pod marked Ready before it serves)
+	// fails the connections sent to it, as behind kube-proxy: none goes
+	// quietly to the other one.
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := gone.Addr().(*net.TCPAddr).Port
+	gone.Close()
+	seen = nil
+	p = start([]int{readyA, refusing})
+	for range 6 {
+		seen = append(seen, call(p))
+	}
+	slices.Sort(seen)
+	if got := strings.Join(seen, ","); got != ",,,a,a,a" {
+		t.Errorf("with a ready endpoint that refuses, answers %q, want three refused and three from a", got)
 	}
 }
