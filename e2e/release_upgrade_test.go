@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -555,6 +556,21 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx
 		t.Fatal(err)
 	}
 	checkOperandWrites(t, what, fx, before, after, writes)
+
+	// An upgrade takes nothing for another writer's change: no operand
+	// "corrected" (the operator's drift events) while it ran.
+	events := &eventsv1.EventList{}
+	if err := kc.List(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	corrections := 0
+	for _, e := range events.Items {
+		if strings.HasSuffix(e.Reason, "Corrected") && e.CreationTimestamp.After(applied.Add(-time.Second)) {
+			corrections++
+			t.Errorf("%s: event %s on %s %s: %s", what, e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note)
+		}
+	}
+	fmt.Printf("e2e: %s: drift corrections reported during it: %d\n", what, corrections)
 
 	if err := kc.Get(ctx, client.ObjectKey{Name: releaseGB}, gb); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,11 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 	// nothing.
 	lost := []string(nil)
 	if appliedBefore(op.live) {
-		lost = lostFields(want, have, "")
+		_, live, err := asTrees(nil, op.live)
+		if err != nil {
+			return err
+		}
+		lost = lostFields(want, have, live, "")
 	}
 	// The UID makes the apply fail rather than reach an object that
 	// replaced this one since the cache saw it.
@@ -131,31 +135,72 @@ func asTrees(a, b any) (any, any, error) {
 	return trees[0], trees[1], nil
 }
 
-// lostFields lists the paths that want sets and have lacks: fields the
-// operator applied and no longer owns because another writer changed them.
-func lostFields(want, have any, path string) []string {
+// lostFields lists the paths that want sets and have (the fields the
+// operator owns) lacks, and where live (the whole object) does not hold
+// what want says: fields the operator applied and another writer changed.
+// A field the operator does not own but whose value is already the wanted
+// one was changed by nobody: a release that did not apply it before (a
+// defaulted protocol, say) takes it over without a correction to report.
+func lostFields(want, have, live any, path string) []string {
 	var lost []string
 	switch w := want.(type) {
 	case map[string]any:
 		h, _ := have.(map[string]any)
+		l, _ := live.(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(w)) {
 			p := strings.TrimPrefix(path+"."+k, ".")
 			if hv, ok := h[k]; ok {
-				lost = append(lost, lostFields(w[k], hv, p)...)
-			} else {
+				lost = append(lost, lostFields(w[k], hv, l[k], p)...)
+			} else if !holds(l[k], w[k]) {
 				lost = append(lost, p)
 			}
 		}
 	case []any:
 		h, _ := have.([]any)
+		l, _ := live.([]any)
 		for i := range w {
 			p := fmt.Sprintf("%s[%d]", path, i)
+			var lv any
+			if i < len(l) {
+				lv = l[i]
+			}
 			if i < len(h) {
-				lost = append(lost, lostFields(w[i], h[i], p)...)
-			} else {
+				lost = append(lost, lostFields(w[i], h[i], lv, p)...)
+			} else if !holds(lv, w[i]) {
 				lost = append(lost, p)
 			}
 		}
 	}
 	return lost
+}
+
+// holds says whether live has every value that want sets (live may hold
+// more: defaults, other writers' fields).
+func holds(live, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !holds(l[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) < len(w) {
+			return false
+		}
+		for i := range w {
+			if !holds(l[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(live, want)
+	}
 }
