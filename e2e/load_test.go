@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -39,6 +40,10 @@ const loadDrinksPerVersion = 15
 // never retries: a request that fails is counted and its error kept, so
 // a webhook endpoint that is gone for a moment shows as a failure.
 type loadClient struct {
+	// c is the suite's client without the API server's deprecation
+	// warnings (every v1alpha1 and v1beta1 write has some), which would
+	// flood the log.
+	c      client.Client
 	ns     string
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -76,8 +81,14 @@ func startLoad(ctx context.Context, t *testing.T, ns string) *loadClient {
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("namespace %s: %v", ns, err)
 	}
+	rc := rest.CopyConfig(restConfig)
+	rc.WarningHandler = rest.NoWarnings{}
+	c, err := client.New(rc, client.Options{Scheme: kc.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	l := &loadClient{ns: ns, cancel: cancel, start: time.Now(), report: loadReport{PerVersion: map[string][2]int{}}}
+	l := &loadClient{c: c, ns: ns, cancel: cancel, start: time.Now(), report: loadReport{PerVersion: map[string][2]int{}}}
 	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
 		l.wg.Add(1)
 		go func() {
@@ -131,7 +142,7 @@ func (l *loadClient) work(ctx context.Context, version string) {
 		slot := i % loadDrinksPerVersion
 		name := fmt.Sprintf("load-%s-%d", version, slot)
 		if slot >= created {
-			err := kc.Create(ctx, loadDrink(version, l.ns, name, i))
+			err := l.c.Create(ctx, loadDrink(version, l.ns, name, i))
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				// Already there: a stop and a restart of the load in one
 				// namespace; the create still passed the webhooks.
@@ -140,10 +151,10 @@ func (l *loadClient) work(ctx context.Context, version string) {
 			}
 			l.count(ctx, version, "create "+name, err)
 		} else {
-			l.count(ctx, version, "patch "+name, kc.Patch(ctx, loadDrink(version, l.ns, name, i), client.RawPatch(types.MergePatchType, loadPatch(version, i))))
+			l.count(ctx, version, "patch "+name, l.c.Patch(ctx, loadDrink(version, l.ns, name, i), client.RawPatch(types.MergePatchType, loadPatch(version, i))))
 		}
 		got := emptyDrink(readVia)
-		l.count(ctx, readVia, "get "+name, kc.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: name}, got))
+		l.count(ctx, readVia, "get "+name, l.c.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: name}, got))
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
