@@ -121,6 +121,7 @@ verify: ## Regenerate code and manifests and fail if that changes any file (a ha
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
 	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
 	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/certmanager && go mod tidy -diff >/dev/null || { echo "verify: hack/certmanager's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
 	@go -C hack/olm-validate build -o $(BIN)/olm-validate .
 	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
 	@cd hack/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'
@@ -200,7 +201,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) build ## End-to-end
 	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS)
 
 .PHONY: ci
-ci: verify lint kube-score test test-k8s-oldest test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite (envtest also on the oldest supported Kubernetes), the dev-cluster, image, demo and e2e checks.
+ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks (make test-k8s-oldest runs apart).
 
 ##@ Kubernetes binaries and local cluster
 
