@@ -147,12 +147,7 @@ func certManagerIssues() features.Feature {
 			uninstall(t, cfg)
 			cm.stop(t, cfg)
 			// The normal install again, as the suite made it.
-			if _, err := install(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatal(err)
-			}
+			installAndWait(ctx, t, cfg)
 			return ctx
 		}).
 		Feature()

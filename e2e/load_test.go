@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +22,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	"github.com/example/myoperator/bench"
 )
 
 // loadDrinksPerVersion bounds how many Drinks each version's worker
@@ -238,47 +236,41 @@ func (w webhookErrorCounts) String() string {
 // a failed webhook call: an admission webhook that could not be called
 // (or answered garbage), one that failed open, and a conversion webhook
 // that failed for any reason.
-func webhookErrorSeries(name, labels string) bool {
-	switch name {
+func webhookErrorSeries(s bench.Sample) bool {
+	switch s.Name {
 	case "apiserver_admission_webhook_rejection_count":
-		return strings.Contains(labels, `error_type="calling_webhook_error"`) || strings.Contains(labels, `error_type="apiserver_internal_error"`)
+		return s.Labels["error_type"] == "calling_webhook_error" || s.Labels["error_type"] == "apiserver_internal_error"
 	case "apiserver_admission_webhook_fail_open_count":
 		return true
 	case "apiserver_conversion_webhook_request_total":
-		return strings.Contains(labels, `result="failure"`)
+		return s.Labels["result"] == "failure"
 	case "apiserver_crd_conversion_webhook_duration_seconds_count":
-		return strings.Contains(labels, `succeeded="false"`)
+		return s.Labels["succeeded"] == "false"
 	}
 	return false
 }
 
-// apiserverWebhookErrors reads the API server's webhook error counters.
+// apiserverWebhookErrors reads the API server's webhook error counters
+// (parsed by the bench's Prometheus text parser).
 func apiserverWebhookErrors(ctx context.Context) (webhookErrorCounts, error) {
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("API server /metrics: %w", err)
 	}
-	out := webhookErrorCounts{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok || !webhookErrorSeries(name, labels) {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metric line %q: %w", line, err)
-		}
-		out[name+"{"+labels+"}"] = v
+	samples, err := bench.ParseMetrics(string(body))
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	out := webhookErrorCounts{}
+	for _, s := range samples {
+		if !webhookErrorSeries(s) {
+			continue
+		}
+		var labels []string
+		for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+			labels = append(labels, fmt.Sprintf("%s=%q", k, s.Labels[k]))
+		}
+		out[s.Name+"{"+strings.Join(labels, ",")+"}"] = s.Value
+	}
+	return out, nil
 }

@@ -156,12 +156,7 @@ func releaseUpgrade() features.Feature {
 			}
 			uninstall(t, cfg)
 			cleanUp(t, cfg, "namespace", releaseNS, releaseLoadNS)
-			if _, err := install(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatal(err)
-			}
+			installAndWait(ctx, t, cfg)
 			return ctx
 		}).
 		Feature()

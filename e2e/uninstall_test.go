@@ -72,12 +72,7 @@ func uninstallAndReinstall() features.Feature {
 			return ctx
 		}).
 		Assess("a fresh install works", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if _, err := install(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatal(err)
-			}
+			installAndWait(ctx, t, cfg)
 			conditionTrueWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, 60*time.Second)(ctx, t, cfg)
 			if out, err := apply(cfg, "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: again, namespace: "+uninstallNS+"}\nspec: {name: Again, drink: tea, size: Large, sugar: 1}\n"); err != nil {
 				t.Fatalf("%v: %s", err, out)

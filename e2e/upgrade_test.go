@@ -46,12 +46,7 @@ func upgradeFromPreviousRelease() features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			uninstall(t, cfg)
 			installPreHistory(ctx, t, cfg, drinkUIDs, cmUIDs)
-			if _, err := install(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatal(err)
-			}
+			installAndWait(ctx, t, cfg)
 			return ctx
 		}).
 		Assess(`storedVersions == ["v1"]`, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -235,6 +230,18 @@ func installedConfig() string {
 		return mode.deployConfig
 	}
 	return "config/default"
+}
+
+// installAndWait installs the operator as the suite does (install) and
+// waits until every replica is ready and one holds the Lease.
+func installAndWait(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	if _, err := install(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // uninstall runs kubectl delete -k on what was installed (installedConfig),
