@@ -1,16 +1,15 @@
 package bundle
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/example/myoperator/internal/version"
 )
 
 // FallbackVersion is the bundle version while RELEASES.md does not exist
@@ -22,27 +21,15 @@ const FallbackVersion = "0.1.0"
 // regenerated: they are what a catalog served for that release.
 const ReleasesDir = "releases"
 
-// Version is a release version X.Y.Z. Releases carry no pre-release or
-// build suffix, so three numbers order them.
-type Version [3]int
-
-var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)$`)
+// Version is a release version X.Y.Z: the release record's (package
+// version), which also parses and orders it; the bundle writes it without
+// the "v" of a tag.
+type Version version.Semver
 
 // ParseVersion reads "X.Y.Z" or "vX.Y.Z".
 func ParseVersion(s string) (Version, error) {
-	m := versionRE.FindStringSubmatch(s)
-	if m == nil {
-		return Version{}, fmt.Errorf("version %q is not X.Y.Z", s)
-	}
-	var v Version
-	for i := range v {
-		n, err := strconv.Atoi(m[i+1])
-		if err != nil {
-			return Version{}, fmt.Errorf("version %q: %w", s, err)
-		}
-		v[i] = n
-	}
-	return v, nil
+	v, err := version.ParseSemver(s)
+	return Version(v), err
 }
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
@@ -53,43 +40,22 @@ func (v Version) Compare(w Version) int { return slices.Compare(v[:], w[:]) }
 // CSVName is the ClusterServiceVersion's name for v, which replaces names.
 func (v Version) CSVName() string { return PackageName + ".v" + v.String() }
 
-var releaseHeadingRE = regexp.MustCompile(`^## v(\d+\.\d+\.\d+)\b`)
-
-// CurrentVersion is the newest release listed in the release record (the
-// "## vX.Y.Z" headings of RELEASES.md), or FallbackVersion when the file
+// CurrentVersion is the newest release of the release record
+// (RELEASES.md, read by package version), or FallbackVersion when the file
 // does not exist.
 func CurrentVersion(releasesMD string) (Version, error) {
-	f, err := os.Open(releasesMD)
+	rec, err := version.ReadRecord(releasesMD)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ParseVersion(FallbackVersion)
 	}
 	if err != nil {
 		return Version{}, err
 	}
-	defer func() { _ = f.Close() }()
-	var newest Version
-	found := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m := releaseHeadingRE.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		v, err := ParseVersion(m[1])
-		if err != nil {
-			return Version{}, fmt.Errorf("%s: %w", releasesMD, err)
-		}
-		if !found || v.Compare(newest) > 0 {
-			newest, found = v, true
-		}
+	newest, ok := rec.Newest()
+	if !ok {
+		return Version{}, fmt.Errorf("%s lists no release", releasesMD)
 	}
-	if err := sc.Err(); err != nil {
-		return Version{}, err
-	}
-	if !found {
-		return Version{}, fmt.Errorf("%s lists no release (no \"## vX.Y.Z\" heading)", releasesMD)
-	}
-	return newest, nil
+	return Version(newest.Version), nil
 }
 
 // Released lists the versions that have a directory under releasesDir,
@@ -159,13 +125,13 @@ func (g Graph) SkipRange() string {
 	return fmt.Sprintf(">=%s <%s", g.Previous, g.Version)
 }
 
-// WriteCurrent writes bundle/ and bundle.Dockerfile under root for version
+// WriteCurrent writes bundle/ and bundle.Dockerfile under root for ver
 // (empty: the newest release of RELEASES.md), replacing the newest
 // released bundle older than it.
-func WriteCurrent(root, version string) (Graph, error) {
+func WriteCurrent(root, ver string) (Graph, error) {
 	v, err := CurrentVersion(filepath.Join(root, "RELEASES.md"))
-	if version != "" {
-		v, err = ParseVersion(version)
+	if ver != "" {
+		v, err = ParseVersion(ver)
 	}
 	if err != nil {
 		return Graph{}, err
@@ -179,12 +145,12 @@ func WriteCurrent(root, version string) (Graph, error) {
 	return g, Generate(dir, Options{Graph: g, Dockerfile: true})
 }
 
-// WriteRelease writes the frozen bundle of a new release version into
+// WriteRelease writes the frozen bundle of a new release ver into
 // bundle/releases/vX.Y.Z under root, replacing the newest released bundle
 // older than it. It refuses a version that already has its directory: a
 // released bundle never changes.
-func WriteRelease(root, version string) (Graph, string, error) {
-	v, err := ParseVersion(version)
+func WriteRelease(root, ver string) (Graph, string, error) {
+	v, err := ParseVersion(ver)
 	if err != nil {
 		return Graph{}, "", err
 	}

@@ -28,17 +28,18 @@ func versions(t *testing.T, ss ...string) []bundle.Version {
 	return out
 }
 
-// TestCurrentVersion: bundle/'s version is the newest "## vX.Y.Z" heading
-// of RELEASES.md, whatever the order of sections.
+// TestCurrentVersion: bundle/'s version is the newest release of the
+// release record, as package version reads it (its format is tested
+// there); a record it refuses is an error, not a guess.
 func TestCurrentVersion(t *testing.T) {
+	const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	cases := []struct {
 		name, content, want, wantErr string
 	}{
 		{name: "no file", want: bundle.FallbackVersion},
-		{name: "newest first", content: "# Releases\n\n## v0.2.0\n\n- x\n\n## v0.1.0\n", want: "0.2.0"},
-		{name: "oldest first", content: "## v0.1.0\n## v0.10.0\n## v0.9.1\n", want: "0.10.0"},
-		{name: "other headings ignored", content: "## Unreleased\n### v9.9.9\n## v0.1.0 (2026-11-30)\n", want: "0.1.0"},
-		{name: "no release", content: "# Releases\n", wantErr: "lists no release"},
+		{name: "newest release", content: "# Releases\n\n## Unreleased\n\n## v0.10.0 - 2026-12-01\n\nCommit: " + sha2 + "\n\n## v0.9.1 - 2026-11-30\n\nCommit: " + sha1 + "\n", want: "0.10.0"},
+		{name: "no release", content: "# Releases\n\n## Unreleased\n", wantErr: "lists no release"},
+		{name: "not a record", content: "## v0.1.0\n", wantErr: "is not a release heading"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
