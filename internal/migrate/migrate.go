@@ -137,7 +137,9 @@ func (m *Migrator) report(ctx context.Context, err error) {
 
 // Run migrates once: when storedVersions holds more than the storage
 // version, every Drink is rewritten (page by page) and, only when all were,
-// storedVersions is trimmed to the storage version. It is idempotent. A
+// storedVersions is trimmed to the storage version; then, when the CRD does
+// not serve every version, managedFields entries of the versions it does
+// not serve are removed from every Drink (cleanAll). It is idempotent. A
 // Drink that cannot be rewritten does not stop the others: the error lists
 // the failures (an *Error).
 func (m *Migrator) Run(ctx context.Context) error { return m.run(ctx, 1) }
@@ -151,8 +153,17 @@ func (m *Migrator) run(ctx context.Context, attempt int) error {
 	stored := crd.Status.StoredVersions
 	if len(stored) == 1 && stored[0] == storage {
 		m.Log.V(1).Info("storage migration not needed", "storedVersions", stored)
-		return nil
+	} else if err := m.migrate(ctx, attempt, stored, storage); err != nil {
+		return err
 	}
+	// After the migration, so that every Drink the cleanup lists is stored
+	// in the storage version already.
+	return m.cleanAll(ctx, crd, attempt)
+}
+
+// migrate rewrites every Drink in the storage version, then trims
+// storedVersions.
+func (m *Migrator) migrate(ctx context.Context, attempt int, stored []string, storage string) error {
 	m.Log.Info("storage migration started", "from", stored, "to", storage, "attempt", attempt)
 	legacy := slices.Contains(stored, LegacyVersion)
 	total, err := m.rewriteAll(ctx, attempt, legacy)

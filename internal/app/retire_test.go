@@ -1,0 +1,211 @@
+package app_test
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+// convertError is what the API server answers a server-side apply of a
+// Drink whose managedFields name a version the CRD no longer lists
+// (kubernetes/kubernetes#111937).
+// retireNS is where the test's Drinks live.
+const retireNS = "default"
+
+const convertError = "request to convert CR to an invalid group/version: example.com/v1alpha1"
+
+// TestRetireV1alpha1ManagedFields: Drinks applied server-side through
+// v1alpha1 carry managedFields entries of example.com/v1alpha1. With
+// v1alpha1 no longer served, applies through v1 still work; once v1alpha1
+// is removed from the CRD, every apply of those Drinks fails until the
+// migration removes the entries of versions not served. Then applies work
+// again, and a Drink that had nothing to clean was not written.
+func TestRetireV1alpha1ManagedFields(t *testing.T) {
+	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true}); err != nil {
+		t.Fatal(err)
+	}
+	const ns = retireNS
+	legacy := []string{"applied-1", "applied-2", "applied-3"}
+	for _, name := range legacy {
+		if err := applyDrink(ctx, c, "v1alpha1", name, map[string]any{"name": "Old " + name, "drink": "tea"}); err != nil {
+			t.Fatalf("applying %s through v1alpha1: %v", name, err)
+		}
+	}
+	const current = "applied-v1"
+	if err := applyDrink(ctx, c, "v1", current, map[string]any{"displayName": "New", "beverage": "coffee"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(slices.Clone(legacy), current) {
+		waitReconciled(t, c, ns, name)
+	}
+	for _, name := range legacy {
+		if got := entryVersions(t, c, ns, name); !slices.Contains(got, "example.com/v1alpha1") {
+			t.Fatalf("%s: managedFields name %v, want example.com/v1alpha1 among them", name, got)
+		}
+	}
+
+	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) { setServed(crd, "v1alpha1", false) })
+	if err := applyDrink(ctx, c, "v1", legacy[0], map[string]any{"displayName": "Old " + legacy[0], "beverage": "tea"}); err != nil {
+		t.Errorf("apply through v1 with v1alpha1 listed but not served: %v", err)
+	}
+
+	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) { removeVersion(crd, "v1alpha1") })
+	testenv.Eventually(t, 30*time.Second, func() string {
+		err := applyDrink(ctx, c, "v1", legacy[1], map[string]any{"displayName": "Old " + legacy[1], "beverage": "tea"})
+		if err == nil || !strings.Contains(err.Error(), convertError) {
+			return "apply through v1 after removing v1alpha1, without cleanup: " + errString(err) + "; want " + convertError
+		}
+		t.Logf("without cleanup, apply through v1 fails: %v", err)
+		return ""
+	})
+
+	// The same through kubectl, as a user meets it.
+	kubeconfig, remove, err := testenv.WriteKubeconfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	manifest := "apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: " + legacy[1] + ", namespace: " + ns + "}\nspec: {displayName: Moved, beverage: tea}\n"
+	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), convertError) {
+		t.Errorf("kubectl apply --server-side through v1 without cleanup: %v: %s; want %s", err, out, convertError)
+	}
+	t.Logf("without cleanup, kubectl apply --server-side through v1: %s", strings.TrimSpace(string(out)))
+
+	// A write other than an apply still works, and leaves the entry in
+	// place: only the cleanup removes it.
+	patched := &drinksv1.Drink{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: legacy[2]}, patched); err != nil {
+		t.Fatal(err)
+	}
+	p := client.MergeFrom(patched.DeepCopy())
+	metav1.SetMetaDataLabel(&patched.ObjectMeta, "touched", "yes")
+	if err := c.Patch(ctx, patched, p); err != nil {
+		t.Errorf("merge patch through v1 without cleanup: %v", err)
+	}
+	if got := entryVersions(t, c, ns, legacy[2]); !slices.Contains(got, "example.com/v1alpha1") {
+		t.Errorf("%s: managedFields %v after a merge patch, want the example.com/v1alpha1 entry kept", legacy[2], got)
+	}
+
+	before := resourceVersion(t, c, ns, current)
+	m := &migrate.Migrator{Client: c, Log: testr.New(t)}
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("migration with cleanup: %v", err)
+	}
+	for _, name := range legacy {
+		if got := entryVersions(t, c, ns, name); slices.Contains(got, "example.com/v1alpha1") {
+			t.Errorf("%s: managedFields still name example.com/v1alpha1 after cleanup: %v", name, got)
+		}
+		if got := authoredVersion(t, c, ns, name); got != "v1alpha1" {
+			t.Errorf("%s: authored version %q after cleanup, want v1alpha1 (the spec did not change)", name, got)
+		}
+		if err := applyDrink(ctx, c, "v1", name, map[string]any{"displayName": "Moved " + name, "beverage": "tea"}); err != nil {
+			t.Errorf("%s: apply through v1 after cleanup: %v", name, err)
+		}
+	}
+	if after := resourceVersion(t, c, ns, current); after != before {
+		t.Errorf("%s had nothing to clean but was written: resourceVersion %s -> %s", current, before, after)
+	}
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+}
+
+// applyDrink applies spec to Drink retireNS/name through version, server-side,
+// as kubectl apply --server-side does.
+func applyDrink(ctx context.Context, c client.Client, version, name string, spec map[string]any) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/" + version, "kind": "Drink",
+		"metadata": map[string]any{"namespace": retireNS, "name": name},
+		"spec":     spec,
+	}}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.ForceOwnership)
+}
+
+// waitReconciled waits until the Drink's status is at its generation, so
+// that the reconciler's status write is behind us.
+func waitReconciled(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() string {
+		d := &drinksv1.Drink{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err.Error()
+		}
+		if d.Status.ObservedGeneration != d.Generation {
+			return name + " not reconciled yet"
+		}
+		return ""
+	})
+}
+
+func entryVersions(t *testing.T, c client.Client, ns, name string) []string {
+	t.Helper()
+	d := &metav1.PartialObjectMetadata{}
+	d.SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink"))
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	var v []string
+	for _, e := range d.ManagedFields {
+		v = append(v, e.APIVersion)
+	}
+	return v
+}
+
+func authoredVersion(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	d := &drinksv1.Drink{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Annotations[drinksv1.AuthoredVersionAnnotation]
+}
+
+func resourceVersion(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	d := &drinksv1.Drink{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.ResourceVersion
+}
+
+func setServed(crd *apiextensionsv1.CustomResourceDefinition, version string, served bool) {
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == version {
+			crd.Spec.Versions[i].Served = served
+		}
+	}
+}
+
+func removeVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) {
+	crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return v.Name == version
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
