@@ -3,14 +3,12 @@ package reconcile
 import (
 	"context"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/opconfig"
@@ -55,17 +53,6 @@ func setConfigMissingCondition(conds *[]metav1.Condition, generation int64, res 
 	setCondition(conds, generation, ConditionConfigDegraded, metav1.ConditionTrue, ReasonConfigMissing,
 		"OperatorConfig cluster is missing: running on the "+res.Source()+"; create it again (the bootstrap does when the operator restarts)")
 	return isNew
-}
-
-// configState reports the state of the OperatorConfig as each replica sees
-// it: 1 for the current state, 0 for the others.
-var configState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "myoperator_config_state",
-	Help: "State of the OperatorConfig as the operator sees it (1 for the current state): Accepted, Invalid (running on the last accepted configuration) or Missing.",
-}, []string{"state"})
-
-func init() {
-	metrics.Registry.MustRegister(configState)
 }
 
 func setConfigStateMetric(s opconfig.State) {

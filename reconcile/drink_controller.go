@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,12 +84,19 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	d.Status.ConfigMapName = d.Name
 	// Events mark what the user did not ask for: a ConfigMap restored after
-	// someone deleted it, or corrected after someone changed it. The first
-	// render of a new Drink is reported by its Ready condition alone, so a
-	// new Drink costs the minimum of two writes (ConfigMap, status) and no
-	// entry in the event recorder's cache.
-	if changed == ReasonConfigMapRestored && read.Status.ConfigMapName == "" {
+	// someone deleted it, or corrected after someone changed it; each is
+	// drift, and counted. The first render of a new Drink, and the render of
+	// a changed spec, are what the user asked for: the Ready condition at
+	// the new generation reports them, so they cost the minimum of two
+	// writes (ConfigMap, status) and no entry in the event recorder's cache.
+	switch {
+	case changed == ReasonConfigMapRestored && read.Status.ConfigMapName == "":
 		changed = ""
+	case changed == ReasonConfigMapCorrected && !renderedBefore(read):
+		changed = ""
+	}
+	if changed == ReasonConfigMapRestored || changed == ReasonConfigMapCorrected {
+		driftCorrectionsTotal.WithLabelValues("ConfigMap").Inc()
 	}
 	if changed != "" {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, changed, "ApplyConfigMap",
@@ -95,6 +104,16 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	setDrinkReady(d)
 	return ctrl.Result{}, nil
+}
+
+// renderedBefore: the ConfigMap was in place for this very spec and
+// authored version when the Drink was last reconciled (Ready at its
+// generation), so a difference now is someone else's doing, not the
+// user's edit.
+func renderedBefore(read *drinksv1.Drink) bool {
+	c := meta.FindStatusCondition(read.Status.Conditions, drinksv1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == read.Generation &&
+		read.Status.AuthoredVersion == AuthoredVersion(read)
 }
 
 // SetupWithManager registers the reconciler: it watches Drinks, the
@@ -106,5 +125,5 @@ func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &drinksv1.DrinkList{}))).
 		WithOptions(opts).
-		Complete(r)
+		Complete(countWrites("drink", r))
 }

@@ -33,8 +33,10 @@ const (
 const (
 	// ReasonConfigMapRestored: the ConfigMap was missing and was created.
 	ReasonConfigMapRestored = "ConfigMapRestored"
-	// ReasonConfigMapCorrected: the ConfigMap differed from the Drink (an
-	// edit by someone else, or a new layout) and was corrected.
+	// ReasonConfigMapCorrected: the ConfigMap, already rendered for the
+	// Drink's current spec, was changed by someone else and was corrected.
+	// (A ConfigMap rendered anew after the user changed the spec or its
+	// version gets no event: Ready at the new generation says it.)
 	ReasonConfigMapCorrected = "ConfigMapCorrected"
 	// ReasonConfigMapAdopted: a ConfigMap that the previous release made
 	// for this Drink (its owner references name the Drink's UID, it carries

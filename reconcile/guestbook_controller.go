@@ -98,6 +98,7 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.failed(g, read, "RoleAssignmentFailed", err)
 	}
 	if roles.failedOver() {
+		failoversTotal.Inc()
 		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "Failover", "Promote",
 			"pod %s promoted to active: %s", roles.active, roles.reason)
 	}
@@ -153,7 +154,7 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &webappv1.GuestbookList{}))).
 		WithOptions(opts).
-		Build(r)
+		Build(countWrites("guestbook", r))
 	if err != nil {
 		return err
 	}

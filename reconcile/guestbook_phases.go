@@ -143,6 +143,10 @@ type roles struct {
 	standby          []string
 	ready            int
 	reason           string
+	// promoted: this reconcile labelled a pod active. Compared with
+	// status.active alone, a reconcile that reads the Guestbook before its
+	// own status write reached the cache would report the failover twice.
+	promoted bool
 }
 
 // complete reports whether the application runs as the Guestbook asks:
@@ -151,9 +155,10 @@ func (r roles) complete(size int32) bool {
 	return r.active != "" && int32(r.ready) >= size
 }
 
-// failedOver reports whether another pod took over from an active one.
+// failedOver reports whether this reconcile made another pod take over
+// from an active one.
 func (r roles) failedOver() bool {
-	return r.previous != "" && r.active != "" && r.active != r.previous
+	return r.promoted && r.previous != "" && r.active != r.previous
 }
 
 // assignRoles labels exactly one Ready pod active and the others standby.
@@ -201,6 +206,7 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 				if err := r.setRole(ctx, p, webappv1.RoleActive); err != nil {
 					return roles{}, err
 				}
+				out.promoted = true
 				break
 			}
 		}

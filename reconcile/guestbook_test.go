@@ -39,30 +39,7 @@ func runPods(t *testing.T, g *webappv1.Guestbook) []string {
 // runPodsIn is runPods in the operand namespace ns.
 func runPodsIn(t *testing.T, g *webappv1.Guestbook, ns string) []string {
 	t.Helper()
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, 10*time.Second, func() string {
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: g.Name}, sts); err != nil {
-			return "StatefulSet: " + err.Error()
-		}
-		return ""
-	})
-	var names []string
-	for i := range *sts.Spec.Replicas {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", g.Name, i),
-				Labels:          sts.Spec.Template.Labels,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
-			Spec: sts.Spec.Template.Spec,
-		}
-		// Pod Security restricted (the operand namespace enforces it)
-		// admits the template as the operator wrote it.
-		if err := k8s.Create(testCtx, p); err != nil {
-			t.Fatalf("creating pod from the StatefulSet template: %v", err)
-		}
-		setPodReadyIn(t, ns, p.Name, true)
-		names = append(names, p.Name)
-	}
-	return names
+	return testenv.RunStatefulSetPods(testCtx, t, k8s, ns, g.Name)
 }
 
 func setPodReady(t *testing.T, name string, ready bool) {
@@ -72,21 +49,7 @@ func setPodReady(t *testing.T, name string, ready bool) {
 
 func setPodReadyIn(t *testing.T, ns, name string, ready bool) {
 	t.Helper()
-	cond := corev1.ConditionFalse
-	if ready {
-		cond = corev1.ConditionTrue
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &corev1.Pod{}
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: metav1.Now()}}
-		return k8s.Status().Update(testCtx, p)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.SetPodReady(testCtx, t, k8s, ns, name, ready)
 }
 
 // activeWatch records, from a watch on the operand pods, the highest number

@@ -140,5 +140,5 @@ func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	if r.MigrationDone != nil {
 		b = b.WatchesRawSource(source.Channel(r.MigrationDone, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	return b.Complete(countWrites("operatorconfig", r))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // conflictRecheck is how soon an owner whose operand name is taken looks
@@ -102,23 +100,4 @@ func readyChanged(read, now []metav1.Condition) bool {
 		return a != b
 	}
 	return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
-}
-
-// Counters of what the operator found others doing to its operands, by
-// operand kind: names taken when it needed them (counted once per report,
-// not per recheck), and fields it owns that another writer changed and it
-// reverted.
-var (
-	conflictsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "myoperator_operand_conflicts_total",
-		Help: "Operand names found taken by an object the owner does not control, counted when the owner starts reporting it.",
-	}, []string{"kind"})
-	driftCorrectionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "myoperator_drift_corrections_total",
-		Help: "Changes by another writer to fields the operator sets on an operand, reverted.",
-	}, []string{"kind"})
-)
-
-func init() {
-	metrics.Registry.MustRegister(conflictsTotal, driftCorrectionsTotal)
 }

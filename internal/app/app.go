@@ -31,6 +31,7 @@ import (
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
 	"github.com/example/myoperator/internal/webhookdrain"
+	"github.com/example/myoperator/internal/writecount"
 	"github.com/example/myoperator/reconcile"
 )
 
@@ -223,6 +224,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.GracefulShutdownTimeout > 0 {
 		mgrOpts.GracefulShutdownTimeout = &o.GracefulShutdownTimeout
 	}
+	// Writes are counted per reconcile at the transport (see writecount).
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(writecount.Transport)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -305,6 +309,9 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
 		Operands: operands, ServiceAccount: o.serviceAccount(),
 	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache()}); err != nil {
 		return err
 	}
 	if err := (&reconcile.DrinkReconciler{

@@ -110,6 +110,10 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 			return fmt.Errorf("secret %s holds no valid key pair: %w", s.Secret, err)
 		}
 		s.current.Store(&pair)
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err == nil {
+			expiry.Set(float64(leaf.NotAfter.Unix()))
+		}
 		s.Log.Info("serving a new webhook certificate", "secret", s.Secret.String(), "serial", serial(pair))
 	}
 	s.Loaded()

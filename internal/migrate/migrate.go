@@ -113,6 +113,7 @@ func (m *Migrator) Start(ctx context.Context) error {
 		}
 		m.report(ctx, err)
 		if err != nil {
+			migrationFailures.Inc()
 			m.Log.Error(err, "storage migration failed; will retry", "attempt", attempt)
 		}
 		return err
@@ -151,6 +152,7 @@ func (m *Migrator) run(ctx context.Context, attempt int) error {
 	}
 	storage := storageVersion(crd)
 	stored := crd.Status.StoredVersions
+	setPending(len(stored) != 1 || stored[0] != storage)
 	if len(stored) == 1 && stored[0] == storage {
 		m.Log.V(1).Info("storage migration not needed", "storedVersions", stored)
 	} else if err := m.migrate(ctx, attempt, stored, storage); err != nil {
@@ -173,6 +175,7 @@ func (m *Migrator) migrate(ctx context.Context, attempt int, stored []string, st
 	if err := m.trim(ctx, storage); err != nil {
 		return err
 	}
+	setPending(false)
 	m.Log.Info("storage migration done", "migrated", total, "storedVersions", []string{storage})
 	return nil
 }
@@ -208,6 +211,7 @@ func (m *Migrator) rewriteListing(ctx context.Context, at Page, legacy bool) (in
 		}
 		at.Number++
 		failed.Failures = append(failed.Failures, m.rewritePage(ctx, list.Items, legacy)...)
+		setRemaining(list)
 		failed.Total += len(list.Items)
 		if err := ctx.Err(); err != nil {
 			return failed.Total, err

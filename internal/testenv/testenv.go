@@ -54,7 +54,20 @@ type Options struct {
 	// WebhookHost is the host name in the webhook URLs the API server calls;
 	// 127.0.0.1 when empty. A serving certificate must be valid for it.
 	WebhookHost string
+	// AuditLog, when set, is the file the API server writes its audit log
+	// to, one JSON event per line, at the Metadata level for every request
+	// (what an admin reads to find who uses a deprecated version).
+	AuditLog string
 }
+
+// auditPolicy logs every request's metadata (user, user agent, verb,
+// resource, annotations such as k8s.io/deprecated), never bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
 
 // New returns an envtest environment on the project-built binaries with the
 // project's CRDs (as kustomize renders config/crd) to install on Start.
@@ -83,6 +96,15 @@ func New(opts Options) (*envtest.Environment, error) {
 			crd.Spec.Conversion = nil
 		}
 		env.CRDInstallOptions.CRDs = append(env.CRDInstallOptions.CRDs, crd)
+	}
+	if opts.AuditLog != "" {
+		policy := filepath.Join(filepath.Dir(opts.AuditLog), "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		args := env.ControlPlane.GetAPIServer().Configure()
+		args.Set("audit-policy-file", policy)
+		args.Set("audit-log-path", opts.AuditLog)
 	}
 	if opts.Webhooks {
 		// The Drink converter is registered with the webhook builder rather

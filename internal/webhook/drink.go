@@ -146,8 +146,15 @@ func (w *DrinkWebhook) validate(ctx context.Context, old, d *drinksv1.Drink) (ad
 	if errs := validation.ValidateDrinkHub(ctx, old, d, version); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(drinksv1.GroupVersion.WithKind("Drink").GroupKind(), d.Name, errs)
 	}
+	if version == deprecatedDrinkVersion {
+		deprecatedWrites.WithLabelValues("Drink", version).Inc()
+	}
 	return warnings, nil
 }
+
+// deprecatedDrinkVersion is the Drink version the CRD marks deprecated
+// (the +kubebuilder:deprecatedversion marker in apis/drinks/v1alpha1).
+const deprecatedDrinkVersion = "v1alpha1"
 
 // requestVersion is the API version the client wrote in.
 func requestVersion(req admission.Request) string {

@@ -1,0 +1,20 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// deprecatedWrites counts the writes admitted through a deprecated API
+// version, so that an admin sees that clients still use it before that
+// version stops being served (docs/VERSION-LIFECYCLE.md). Which clients:
+// the API server's apiserver_requested_deprecated_apis metric and the
+// k8s.io/deprecated audit annotation name them.
+var deprecatedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "myoperator_deprecated_version_writes_total",
+	Help: "Creates and updates admitted through a deprecated API version, by kind and version.",
+}, []string{"kind", "version"})
+
+func init() {
+	metrics.Registry.MustRegister(deprecatedWrites)
+}

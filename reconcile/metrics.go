@@ -1,0 +1,191 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/writecount"
+)
+
+// The metrics about what the operator manages. None carries an object's
+// name or namespace: a label per object would grow the series with the
+// cluster (and with what any tenant creates); the events and conditions of
+// each object tell which one.
+var (
+	// Counters of what the operator found others doing to its operands, by
+	// operand kind: names taken when it needed them (counted once per
+	// report, not per recheck), and fields it owns that another writer
+	// changed, or operands another writer deleted, that it put back.
+	conflictsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "myoperator_operand_conflicts_total",
+		Help: "Operand names found taken by an object the owner does not control, counted when the owner starts reporting it.",
+	}, []string{"kind"})
+	driftCorrectionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "myoperator_drift_corrections_total",
+		Help: "Operands changed or deleted by another writer and put back by the operator, by operand kind.",
+	}, []string{"kind"})
+	failoversTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "myoperator_guestbook_failovers_total",
+		Help: "Guestbook failovers: a Ready standby pod promoted to active because the active pod went away or stopped being Ready.",
+	})
+	// configState: 1 for the current state, 0 for the others, so that an
+	// alert can select one state without knowing the others.
+	configState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "myoperator_config_state",
+		Help: "State of the OperatorConfig as the operator sees it (1 for the current state): Accepted, Invalid (running on the last accepted configuration) or Missing.",
+	}, []string{"state"})
+	// reconcileWrites: one reconcile that finds everything in place writes
+	// nothing; a new Drink costs two writes (ConfigMap, status). A tail
+	// here means a reconcile that fights another writer or itself.
+	reconcileWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "myoperator_reconcile_writes",
+		Help:    "API writes (operands and status; events are sent apart) made by one reconcile, by controller.",
+		Buckets: []float64{0, 1, 2, 3, 5, 8, 13},
+	}, []string{"controller"})
+	inventory = &inventoryCollector{}
+)
+
+func init() {
+	metrics.Registry.MustRegister(conflictsTotal, driftCorrectionsTotal, failoversTotal, configState, reconcileWrites, inventory)
+}
+
+// countWrites wraps a reconciler so that the writes of each reconcile are
+// observed in myoperator_reconcile_writes. The count is taken at the
+// manager's HTTP transport (writecount.Transport), from the reconcile's
+// context.
+func countWrites(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		ctx, writes := writecount.Start(ctx)
+		res, err := r.Reconcile(ctx, req)
+		reconcileWrites.WithLabelValues(controller).Observe(float64(writes()))
+		return res, err
+	})
+}
+
+// Inventory exports the number of Drinks (by authored version and Ready
+// status) and Guestbooks (by Ready status), counted from the manager's
+// cache when metrics are scraped, as kube-state-metrics does: counts kept
+// up to date by the reconcilers would drift on every missed delete. Only
+// the leader exports them (it runs the controllers, so its cache holds
+// these kinds; a standby would have to start informers for them), so a
+// sum over replicas counts each object once.
+type Inventory struct {
+	// Reader is the manager's cache.
+	Reader client.Reader
+}
+
+// NeedLeaderElection returns true: see Inventory.
+func (i *Inventory) NeedLeaderElection() bool { return true }
+
+// Start exports the counts until the context ends (leadership lost or
+// the manager stopping).
+func (i *Inventory) Start(ctx context.Context) error {
+	inventory.set(i.Reader)
+	<-ctx.Done()
+	inventory.clear(i.Reader)
+	return nil
+}
+
+var (
+	drinksDesc = prometheus.NewDesc("myoperator_drinks",
+		"Drinks by the API version their spec was last written in (unknown: never recorded) and by their Ready condition (true, false, unknown). Exported by the leader only.",
+		[]string{"authored_version", "ready"}, nil)
+	guestbooksDesc = prometheus.NewDesc("myoperator_guestbooks",
+		"Guestbooks by their Ready condition (true, false, unknown). Exported by the leader only.",
+		[]string{"ready"}, nil)
+)
+
+// inventoryCollector is the one registered collector behind Inventory: the
+// registry is global, a manager (and its cache) is not.
+type inventoryCollector struct {
+	mu     sync.Mutex
+	reader client.Reader
+}
+
+func (c *inventoryCollector) set(r client.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reader = r
+}
+
+// clear stops exporting r's counts, unless another manager of the process
+// has taken over since.
+func (c *inventoryCollector) clear(r client.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reader == r {
+		c.reader = nil
+	}
+}
+
+func (c *inventoryCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- drinksDesc
+	ch <- guestbooksDesc
+}
+
+func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	r := c.reader
+	c.mu.Unlock()
+	if r == nil {
+		return
+	}
+	// The cache answers from memory; the bound only guards a scrape against
+	// an informer that has not synced.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	drinks := &drinksv1.DrinkList{}
+	if err := r.List(ctx, drinks, client.UnsafeDisableDeepCopy); err == nil {
+		// Every served version and status appears, at 0 when none: an
+		// alert on "no Drink authored in v1alpha1" needs a series to read.
+		counts := map[[2]string]int{}
+		for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+			for _, s := range []string{"true", "false", "unknown"} {
+				counts[[2]string{v, s}] = 0
+			}
+		}
+		for i := range drinks.Items {
+			d := &drinks.Items[i]
+			v := AuthoredVersion(d)
+			if v == "" {
+				v = "unknown"
+			}
+			counts[[2]string{v, readyLabel(d.Status.Conditions, drinksv1.ConditionReady)}]++
+		}
+		for k, n := range counts {
+			ch <- prometheus.MustNewConstMetric(drinksDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+		}
+	}
+	guestbooks := &webappv1.GuestbookList{}
+	if err := r.List(ctx, guestbooks, client.UnsafeDisableDeepCopy); err == nil {
+		counts := map[string]int{"true": 0, "false": 0, "unknown": 0}
+		for i := range guestbooks.Items {
+			counts[readyLabel(guestbooks.Items[i].Status.Conditions, webappv1.ConditionReady)]++
+		}
+		for s, n := range counts {
+			ch <- prometheus.MustNewConstMetric(guestbooksDesc, prometheus.GaugeValue, float64(n), s)
+		}
+	}
+}
+
+// readyLabel is the Ready condition's status as a label value; a missing
+// condition (not reconciled yet) is unknown.
+func readyLabel(conds []metav1.Condition, typ string) string {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		return "unknown"
+	}
+	return strings.ToLower(string(c.Status))
+}
