@@ -25,6 +25,12 @@ func TestLiveConfiguration(t *testing.T) { runFeature(t, liveConfiguration()) }
 
 func TestLeaderFailoverUnderLoad(t *testing.T) { runFeature(t, leaderFailoverUnderLoad()) }
 
+func TestRetireV1alpha1(t *testing.T) {
+	runFeature(t, retireV1alpha1(),
+		destructive("it stops serving example.com/v1alpha1 Drink for every client of the cluster, then removes it from the CRD, before serving it again"),
+		reinstalls())
+}
+
 func TestUpgradeFromPreHistory(t *testing.T) {
 	runFeature(t, upgradeFromPreviousRelease(),
 		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
