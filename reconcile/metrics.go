@@ -59,6 +59,12 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(conflictsTotal, driftCorrectionsTotal, failoversTotal, configState, reconcileWrites, inventory)
+	// Every operand kind's series exists at 0 from the start, so that
+	// increase() over it sees the first conflict or correction.
+	for _, kind := range []string{"ConfigMap", "StatefulSet", "Service"} {
+		conflictsTotal.WithLabelValues(kind)
+		driftCorrectionsTotal.WithLabelValues(kind)
+	}
 }
 
 // countWrites wraps a reconciler so that the writes of each reconcile are

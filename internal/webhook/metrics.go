@@ -17,4 +17,7 @@ var deprecatedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() {
 	metrics.Registry.MustRegister(deprecatedWrites)
+	// The series exists at 0 before the first such write, so that
+	// increase() over it sees that write.
+	deprecatedWrites.WithLabelValues("Drink", deprecatedDrinkVersion)
 }
