@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -20,12 +22,12 @@ import (
 	"github.com/example/myoperator/internal/testenv"
 )
 
-// convertError is what the API server answers a server-side apply of a
-// Drink whose managedFields name a version the CRD no longer lists
-// (kubernetes/kubernetes#111937).
 // retireNS is where the test's Drinks live.
 const retireNS = "default"
 
+// convertError is what the API server answers a server-side apply of a
+// Drink whose managedFields name a version the CRD no longer lists
+// (kubernetes/kubernetes#111937).
 const convertError = "request to convert CR to an invalid group/version: example.com/v1alpha1"
 
 // TestRetireV1alpha1ManagedFields: Drinks applied server-side through
@@ -33,7 +35,8 @@ const convertError = "request to convert CR to an invalid group/version: example
 // v1alpha1 no longer served, applies through v1 still work; once v1alpha1
 // is removed from the CRD, every apply of those Drinks fails until the
 // migration removes the entries of versions not served. Then applies work
-// again, and a Drink that had nothing to clean was not written.
+// again, a Drink left with no entry gets the one seed entry, and a Drink
+// that had nothing to clean was not written.
 func TestRetireV1alpha1ManagedFields(t *testing.T) {
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -42,7 +45,9 @@ func TestRetireV1alpha1ManagedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ns = retireNS
-	legacy := []string{"applied-1", "applied-2", "applied-3"}
+	// applied-only keeps only its v1alpha1 entry: the cleanup leaves it
+	// the seed entry.
+	legacy := []string{"applied-1", "applied-2", "applied-3", "applied-only"}
 	for _, name := range legacy {
 		if err := applyDrink(ctx, c, "v1alpha1", name, map[string]any{"name": "Old " + name, "drink": "tea"}); err != nil {
 			t.Fatalf("applying %s through v1alpha1: %v", name, err)
@@ -60,6 +65,8 @@ func TestRetireV1alpha1ManagedFields(t *testing.T) {
 			t.Fatalf("%s: managedFields name %v, want example.com/v1alpha1 among them", name, got)
 		}
 	}
+
+	keepOnlyV1alpha1Entries(t, c, ns, legacy[3])
 
 	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) { setServed(crd, "v1alpha1", false) })
 	if err := applyDrink(ctx, c, "v1", legacy[0], map[string]any{"displayName": "Old " + legacy[0], "beverage": "tea"}); err != nil {
@@ -111,6 +118,15 @@ func TestRetireV1alpha1ManagedFields(t *testing.T) {
 	if err := m.Run(ctx); err != nil {
 		t.Fatalf("migration with cleanup: %v", err)
 	}
+	only := &metav1.PartialObjectMetadata{}
+	only.SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: legacy[3]}, only); err != nil {
+		t.Fatal(err)
+	}
+	if e := only.ManagedFields; len(e) != 1 || e[0].Manager != "kubectl" || e[0].Operation != metav1.ManagedFieldsOperationApply ||
+		e[0].APIVersion != "example.com/v1" || string(e[0].FieldsV1.GetRawBytes()) != `{"f:metadata":{"f:name":{}}}` {
+		t.Errorf("%s: managedFields after cleanup %+v, want the one seed entry (kubectl, Apply, example.com/v1, metadata.name)", legacy[3], e)
+	}
 	for _, name := range legacy {
 		if got := entryVersions(t, c, ns, name); slices.Contains(got, "example.com/v1alpha1") {
 			t.Errorf("%s: managedFields still name example.com/v1alpha1 after cleanup: %v", name, got)
@@ -122,11 +138,44 @@ func TestRetireV1alpha1ManagedFields(t *testing.T) {
 			t.Errorf("%s: apply through v1 after cleanup: %v", name, err)
 		}
 	}
+	// The seed goes with the first apply of its manager: no inferred
+	// entry ("before-first-apply") shares the fields.
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: legacy[3]}, only); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range only.ManagedFields {
+		if e.Manager == "before-first-apply" || e.Manager == "kubectl" && strings.Contains(string(e.FieldsV1.GetRawBytes()), "f:metadata") {
+			t.Errorf("%s: managedFields after an apply through v1 %+v, want the seed gone and no inferred entry", legacy[3], only.ManagedFields)
+		}
+	}
 	if after := resourceVersion(t, c, ns, current); after != before {
 		t.Errorf("%s had nothing to clean but was written: resourceVersion %s -> %s", current, before, after)
 	}
 	if err := m.Run(ctx); err != nil {
 		t.Fatalf("second run: %v", err)
+	}
+}
+
+// keepOnlyV1alpha1Entries leaves the Drink only its managedFields entries
+// of example.com/v1alpha1, as if nobody had written it through another
+// version (the reconciler's status entry goes).
+func keepOnlyV1alpha1Entries(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	d := &metav1.PartialObjectMetadata{}
+	d.SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink"))
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	entries := slices.DeleteFunc(d.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.APIVersion != "example.com/v1alpha1" })
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/metadata/managedFields", "value": entries}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(context.Background(), d, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if got := entryVersions(t, c, ns, name); !slices.Equal(got, []string{"example.com/v1alpha1"}) {
+		t.Fatalf("%s: managedFields %v, want example.com/v1alpha1 alone", name, got)
 	}
 }
 
