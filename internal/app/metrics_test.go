@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -247,6 +248,40 @@ func TestManagedMetrics(t *testing.T) {
 	})
 	logMetrics(t, after, "myoperator_")
 	checkMonitoringUsesExported(t, after)
+	checkMetricConventions(t, after, "myoperator_")
+}
+
+// checkMetricConventions runs promtool check metrics, Prometheus's lint of
+// names, units and help texts, on the families whose name has prefix.
+// make test builds promtool and names it in PROMTOOL.
+func checkMetricConventions(t *testing.T, families map[string]*dto.MetricFamily, prefix string) {
+	t.Helper()
+	promtool := os.Getenv("PROMTOOL")
+	if promtool == "" {
+		t.Log("PROMTOOL is not set (make test sets it): the metrics' names and help texts are not linted")
+		return
+	}
+	var names []string
+	for name := range families {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, name := range names {
+		if err := enc.Encode(families[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = &text
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics on %d families: %v\n%s", len(names), err, out)
+	} else {
+		t.Logf("promtool check metrics: %d families, no problem", len(names))
+	}
 }
 
 // checkMonitoringUsesExported: every metric of the operator's that the
