@@ -258,7 +258,7 @@ run-local: run ## Same as make run (its former name).
 
 # Where make bench-full collects one JSON record per run and size; its table
 # of medians goes into docs/BENCHMARKS.md.
-BENCH_RESULTS ?= $(ROOT)/bench/results/full.jsonl
+BENCH_RESULTS ?= $(ROOT)/internal/bench/results/full.jsonl
 BENCH_FULL_RUNS ?= 3
 # Further flags for every bench run, for example BENCH_FLAGS="-reconciles 16,32".
 BENCH_FLAGS ?=
@@ -270,12 +270,12 @@ BENCH_LOCKED := $(if $(BENCH_LOCK),flock $(BENCH_LOCK))
 
 .PHONY: bench
 bench: k8s-binaries build ## Quick benchmark (N=1000, one run, under 10 min): API server write ceiling vs the operator, waste, memory, conversion, handover.
-	go build -o $(BIN)/bench ./bench/cmd/bench
+	go build -o $(BIN)/bench ./internal/bench/cmd/bench
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
 
 .PHONY: bench-full
 bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=5000 and 1000 into BENCH_RESULTS, then the table of medians with min and max.
-	go build -o $(BIN)/bench ./bench/cmd/bench
+	go build -o $(BIN)/bench ./internal/bench/cmd/bench
 	@mkdir -p $(dir $(BENCH_RESULTS)) && rm -f $(BENCH_RESULTS)
 	for run in $$(seq $(BENCH_FULL_RUNS)); do for n in 5000 1000; do \
 		$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n $$n -step 5s $(BENCH_FLAGS) -out $(BENCH_RESULTS) >/dev/null || exit 1; \

@@ -1,12 +1,8 @@
 package reconcile_test
 
 import (
-	"bufio"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/bench"
 	"github.com/example/myoperator/internal/testenv"
 )
 
@@ -99,10 +96,9 @@ func TestNoWritesAtSteadyState(t *testing.T) {
 var operatorResources = []string{"drinks", "guestbooks", "operatorconfigs", "configmaps", "statefulsets",
 	"services", "pods", "namespaces", "events", "secrets", "customresourcedefinitions"}
 
-var requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\d+(?:\.\d+)?(?:e\+\d+)?)$`)
-
 // writeCounts reads the API server's request counters of write verbs,
-// keyed by "VERB resource/subresource".
+// keyed by "VERB resource/subresource", with the bench's parser of the
+// Prometheus text format.
 func writeCounts(t *testing.T) map[string]float64 {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -110,31 +106,23 @@ func writeCounts(t *testing.T) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	samples, err := bench.ParseMetrics(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
 	counts := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestTotal.FindStringSubmatch(sc.Text())
-		if m == nil {
+	for _, s := range samples {
+		if s.Name != "apiserver_request_total" {
 			continue
 		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(m[1], ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			labels[k] = strings.Trim(v, `"`)
-		}
-		switch labels["verb"] {
+		switch s.Labels["verb"] {
 		case "GET", "LIST", "WATCH", "WATCHLIST", "CONNECT":
 			continue
 		}
-		if !slices.Contains(operatorResources, labels["resource"]) {
+		if !slices.Contains(operatorResources, s.Labels["resource"]) {
 			continue
 		}
-		n, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[labels["verb"]+" "+labels["resource"]+"/"+labels["subresource"]] += n
+		counts[s.Labels["verb"]+" "+s.Labels["resource"]+"/"+s.Labels["subresource"]] += s.Value
 	}
 	if len(counts) == 0 {
 		t.Fatalf("no apiserver_request_total write counters found in /metrics (%d bytes)", len(raw))

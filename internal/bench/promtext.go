@@ -1,12 +1,15 @@
 package bench
 
 import (
-	"bufio"
-	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Sample is one line of the Prometheus text exposition format.
@@ -16,91 +19,73 @@ type Sample struct {
 	Value  float64
 }
 
-// Metrics are the samples of one scrape. The bench reads only a handful of
-// series, so a small parser of the text format keeps go.mod free of a direct
-// Prometheus dependency.
+// Metrics are the samples of one scrape, one per line of the text format
+// (a histogram gives its _bucket, _sum and _count samples), which is how
+// the bench sums and filters series.
 type Metrics []Sample
 
-// ParseMetrics parses the Prometheus text format: comments and blank lines
-// are skipped, label values may hold escaped quotes, commas and braces, and
-// a trailing timestamp is ignored.
+// ParseMetrics parses the Prometheus text format with Prometheus's own
+// parser (expfmt) and flattens it into samples.
 func ParseMetrics(text string) (Metrics, error) {
-	var out Metrics
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w", n, err)
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseSample(line string) (Sample, error) {
-	s := Sample{Labels: map[string]string{}}
-	end := strings.IndexAny(line, "{ \t")
-	if end <= 0 {
-		return s, fmt.Errorf("no value in %q", line)
-	}
-	s.Name, line = line[:end], line[end:]
-	if strings.HasPrefix(line, "{") {
-		rest, err := parseLabels(line[1:], s.Labels)
-		if err != nil {
-			return s, err
-		}
-		line = rest
-	}
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return s, fmt.Errorf("no value for %s", s.Name)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
-		return s, fmt.Errorf("value of %s: %w", s.Name, err)
+		return nil, err
 	}
-	s.Value = v
-	return s, nil
+	names := slices.Sorted(maps.Keys(families))
+	var out Metrics
+	for _, name := range names {
+		for _, m := range families[name].GetMetric() {
+			out = append(out, samplesOf(name, m)...)
+		}
+	}
+	return out, nil
 }
 
-// parseLabels reads `k="v",...}` into into and returns what follows the
-// closing brace.
-func parseLabels(in string, into map[string]string) (string, error) {
-	for {
-		in = strings.TrimLeft(in, " ,")
-		if strings.HasPrefix(in, "}") {
-			return in[1:], nil
+// samplesOf flattens one metric into the samples its text lines hold.
+func samplesOf(name string, m *dto.Metric) []Sample {
+	labels := func(extra ...string) map[string]string {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
 		}
-		eq := strings.Index(in, "=")
-		if eq <= 0 || len(in) < eq+2 || in[eq+1] != '"' {
-			return "", fmt.Errorf("bad label in %q", in)
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
 		}
-		key := strings.TrimSpace(in[:eq])
-		var val strings.Builder
-		i := eq + 2
-		for ; i < len(in) && in[i] != '"'; i++ {
-			if in[i] == '\\' && i+1 < len(in) {
-				i++
-				switch in[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(in[i])
-				}
-				continue
+		return l
+	}
+	switch {
+	case m.GetHistogram() != nil:
+		h := m.GetHistogram()
+		out := []Sample{
+			{Name: name + "_sum", Labels: labels(), Value: h.GetSampleSum()},
+			{Name: name + "_count", Labels: labels(), Value: float64(h.GetSampleCount())},
+			{Name: name + "_bucket", Labels: labels("le", "+Inf"), Value: float64(h.GetSampleCount())},
+		}
+		for _, b := range h.GetBucket() {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				continue // the +Inf bucket is the count, above
 			}
-			val.WriteByte(in[i])
+			out = append(out, Sample{Name: name + "_bucket", Labels: labels("le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)),
+				Value: float64(b.GetCumulativeCount())})
 		}
-		if i >= len(in) {
-			return "", fmt.Errorf("unterminated value of label %s", key)
+		return out
+	case m.GetSummary() != nil:
+		sm := m.GetSummary()
+		out := []Sample{
+			{Name: name + "_sum", Labels: labels(), Value: sm.GetSampleSum()},
+			{Name: name + "_count", Labels: labels(), Value: float64(sm.GetSampleCount())},
 		}
-		into[key] = val.String()
-		in = in[i+1:]
+		for _, q := range sm.GetQuantile() {
+			out = append(out, Sample{Name: name, Labels: labels("quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64)), Value: q.GetValue()})
+		}
+		return out
+	case m.GetCounter() != nil:
+		return []Sample{{Name: name, Labels: labels(), Value: m.GetCounter().GetValue()}}
+	case m.GetGauge() != nil:
+		return []Sample{{Name: name, Labels: labels(), Value: m.GetGauge().GetValue()}}
+	default:
+		return []Sample{{Name: name, Labels: labels(), Value: m.GetUntyped().GetValue()}}
 	}
 }
 

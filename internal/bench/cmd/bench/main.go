@@ -16,7 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/example/myoperator/bench"
+	"github.com/example/myoperator/internal/bench"
 	"github.com/example/myoperator/internal/testenv"
 )
 
