@@ -171,6 +171,16 @@ test: k8s-binaries $(PROMTOOL) manifests generate vet ## Run unit and envtest su
 	@# internal/alerts fails, rather than skips, when PROMTOOL is set and does not run.
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) go test -count=1 -timeout 20m ./...
 
+# make fuzz-e2e: the model check (test/modelcheck) with another seed and
+# more steps than make test's fixed MODEL_SEED=1, MODEL_STEPS=300.
+SEED ?= $(shell date +%s)
+STEPS ?= 2000
+
+.PHONY: fuzz-e2e
+fuzz-e2e: k8s-binaries ## Random user actions against the operator checked against test/model after each step (SEED=n STEPS=n); a failure prints the shortest failing sequence.
+	go test -count=1 -exec /bin/true ./test/modelcheck/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
+
 .PHONY: test-k8s-oldest
 test-k8s-oldest: ## make test on the oldest supported Kubernetes: KUBE_OLDEST_VERSION's etcd and kube-apiserver, built into bin/k8s/<version>.
 	@# The same recipe with the other version: its binaries are built outside
