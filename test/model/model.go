@@ -170,9 +170,12 @@ func (m *Model) Step(a Action) (accepted bool) {
 	return accepted
 }
 
+// MaxExtras is the most extras a Drink takes (DESIGN.md: a set, at most 10).
+const MaxExtras = 10
+
 // valid says whether the API server accepts a Drink with spec s.
 func valid(s Spec) bool {
-	return s.Size != "Small" || len(s.Extras) <= MaxSmallExtras
+	return len(s.Extras) <= MaxExtras && (s.Size != "Small" || len(s.Extras) <= MaxSmallExtras)
 }
 
 // create: the fields the version cannot hold start empty (sugar 0, no
