@@ -125,5 +125,6 @@ func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &drinksv1.DrinkList{}))).
 		WithOptions(opts).
-		Complete(countWrites("drink", r))
+		Complete(&instrumented{controller: "drink", newObject: func() client.Object { return &drinksv1.Drink{} },
+			reader: mgr.GetClient(), recorder: r.Recorder, inner: r})
 }

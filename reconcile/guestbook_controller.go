@@ -154,7 +154,8 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &webappv1.GuestbookList{}))).
 		WithOptions(opts).
-		Build(countWrites("guestbook", r))
+		Build(&instrumented{controller: "guestbook", newObject: func() client.Object { return &webappv1.Guestbook{} },
+			reader: mgr.GetClient(), recorder: r.Recorder, inner: r})
 	if err != nil {
 		return err
 	}

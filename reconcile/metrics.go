@@ -2,13 +2,17 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -67,18 +71,55 @@ func init() {
 	}
 }
 
-// countWrites wraps a reconciler so that the writes of each reconcile are
-// observed in myoperator_reconcile_writes. The count is taken at the
-// manager's HTTP transport (writecount.Transport), from the reconcile's
-// context.
-func countWrites(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
-	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-		ctx, writes := writecount.Start(ctx)
-		res, err := r.Reconcile(ctx, req)
-		reconcileWrites.WithLabelValues(controller).Observe(float64(writes()))
-		return res, err
-	})
+// instrumented wraps a reconciler so that the writes of each reconcile are
+// observed in myoperator_reconcile_writes (counted at the manager's HTTP
+// transport, writecount.Transport, from the reconcile's context) and a
+// panic is reported on the object it happened on: a Warning event
+// ReconcilePanic, read back through reader (the cache; the reconciler's
+// own client may be what panicked). The panic then goes on to
+// controller-runtime, which counts it in controller_runtime_reconcile_panics_total,
+// recovers it and retries the object with backoff, so that one bad object
+// never stops the others.
+type instrumented struct {
+	controller string
+	newObject  func() client.Object
+	reader     client.Reader
+	recorder   events.EventRecorder
+	inner      crreconcile.Reconciler
 }
+
+func (i *instrumented) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, writes := writecount.Start(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			i.reportPanic(ctx, req, p)
+			panic(p)
+		}
+	}()
+	res, err := i.inner.Reconcile(ctx, req)
+	reconcileWrites.WithLabelValues(i.controller).Observe(float64(writes()))
+	return res, err
+}
+
+// reportPanic puts an event on the object whose reconcile panicked. It must
+// not panic itself: that would hide the first panic.
+func (i *instrumented) reportPanic(ctx context.Context, req ctrl.Request, p any) {
+	defer func() { _ = recover() }()
+	ctrl.LoggerFrom(ctx).Error(fmt.Errorf("%v", p), "reconcile panicked; retrying with backoff", "stack", string(debug.Stack()))
+	if i.recorder == nil {
+		return
+	}
+	obj := i.newObject()
+	if err := i.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		return
+	}
+	i.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReconcilePanic, "Reconcile",
+		"the operator's reconcile of this object panicked (%v); it is retried with backoff, and the operator's log has the stack", p)
+}
+
+// ReasonReconcilePanic is the reason of the event on an object whose
+// reconcile panicked.
+const ReasonReconcilePanic = "ReconcilePanic"
 
 // Inventory exports the number of Drinks (by authored version and Ready
 // status) and Guestbooks (by Ready status), counted from the manager's

@@ -140,5 +140,6 @@ func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	if r.MigrationDone != nil {
 		b = b.WatchesRawSource(source.Channel(r.MigrationDone, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(countWrites("operatorconfig", r))
+	return b.Complete(&instrumented{controller: "operatorconfig", newObject: func() client.Object { return &operatorv1alpha1.OperatorConfig{} },
+		reader: mgr.GetClient(), inner: r})
 }
