@@ -2,10 +2,15 @@ package reconcile_test
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -84,17 +92,129 @@ func TestCreateDeleteRaces(t *testing.T) {
 	}
 }
 
-// TestRecreatedDrinkNeverShowsDeadStatus: a Drink deleted and recreated at
-// once under the same name is never Ready with the status the reconcile of
-// the dead Drink computed (its authored version, its ConfigMap).
+// TestRecreatedDrinkNeverShowsDeadStatus: a Drink deleted and recreated
+// under the same name while the deleted one's reconcile is writing its
+// ConfigMap is never Ready with the status that reconcile computed for the
+// dead Drink. A validating webhook on ConfigMap creates holds the
+// reconcile of the first Drink at its create until the second exists.
+// RACE_KNOWN_BUGS=1 runs it despite the skip.
 func TestRecreatedDrinkNeverShowsDeadStatus(t *testing.T) {
-	t.Skip("bug: persistStatus merge-patches the status a reconcile computed for a Drink onto whatever Drink has " +
-		"its name by then (no resourceVersion or UID in the patch), so a Drink recreated during the reconcile of " +
-		"the deleted one is Ready at generation 1 with the dead Drink's authored version until its own reconcile")
-	seed, iterations := raceParams(t)
-	for ci, tc := range raceCases(iterations) {
-		if tc.name == "recreate several times in a row" {
-			runRaceCase(t, tc, 50, seed, uint64(ci), true)
+	if os.Getenv("RACE_KNOWN_BUGS") == "" {
+		t.Skip("bug: persistStatus merge-patches the status a reconcile computed for a Drink onto whatever Drink has " +
+			"its name by then (no resourceVersion or UID in the patch), so a Drink recreated during the reconcile of " +
+			"the deleted one is Ready at generation 1 with the dead Drink's authored version and ConfigMap until its own reconcile")
+	}
+	ns := namespace(t)
+	key := client.ObjectKey{Namespace: ns, Name: "recreated"}
+	held, release := holdConfigMapCreates(t, ns, key.Name)
+	ctx, cancel := context.WithCancel(testCtx)
+	defer cancel()
+	obs := watchDrinks(ctx, t, ns)
+
+	old := createAs(t, "v1alpha1", key, drinksv1.DrinkSpec{DisplayName: "Old", Beverage: "tea", Size: drinksv1.SizeSmall})
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reconcile of the first Drink never created its ConfigMap")
+	}
+	deleteDrink(t, key, old.uid)
+	cur := createAs(t, "v1", key, drinksv1.DrinkSpec{DisplayName: "New", Beverage: "coffee", Size: drinksv1.SizeLarge})
+	time.Sleep(200 * time.Millisecond) // the new Drink's create event reaches the manager's cache
+	close(release)
+	time.Sleep(2 * time.Second)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	for _, v := range obs.violations {
+		t.Errorf("%s (the dead Drink was %s)", v, old.uid)
+	}
+	// The end state is right all the same, once the garbage collector
+	// (played here) deletes the dead Drink's ConfigMap.
+	dead := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
+	if err := k8s.Delete(testCtx, dead); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := convergeWithin(key, cur, time.Now(), 10*time.Second); why != "" {
+		t.Errorf("the recreated Drink did not converge: %s", why)
+	}
+}
+
+// holdConfigMapCreates registers a validating webhook for ConfigMap
+// creates in ns, served here: the first create of name is held until
+// release is closed (at most 10 s); held is closed when it arrives.
+func holdConfigMapCreates(t *testing.T, ns, name string) (held, release chan struct{}) {
+	t.Helper()
+	held, release = make(chan struct{}), make(chan struct{})
+	wo := env.WebhookInstallOptions
+	cert, err := tls.LoadX509KeyPair(filepath.Join(wo.LocalServingCertDir, "tls.crt"), filepath.Join(wo.LocalServingCertDir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", net.JoinHostPort(wo.LocalServingHost, "0"), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	probes := make(chan struct{}, 100)
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		review := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(req.Body).Decode(review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		if review.Request.Name == name {
+			once.Do(func() {
+				close(held)
+				select {
+				case <-release:
+				case <-time.After(10 * time.Second):
+				}
+			})
+		} else {
+			probes <- struct{}{}
+		}
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	host := wo.LocalServingHostExternalName
+	if host == "" {
+		host = wo.LocalServingHost
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	url := "https://" + net.JoinHostPort(host, port) + "/hold"
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-configmaps-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "hold.configmaps.race.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: wo.LocalServingCAData},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](15),
+		}},
+	}
+	if err := k8s.Create(testCtx, vwc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, vwc) })
+	// The API server calls the webhook once it has seen the configuration:
+	// probe until a create reaches it.
+	for i := 0; ; i++ {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("probe-%d", i)}}
+		if err := k8s.Create(testCtx, probe); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-probes:
+			return held, release
+		case <-time.After(200 * time.Millisecond):
+		}
+		if i == 50 {
+			t.Fatal("the API server never called the test's webhook")
 		}
 	}
 }
@@ -522,8 +642,8 @@ func (o *drinkObserver) observe(d *drinksv1.Drink) {
 	o.reason[d.UID] = c.Reason
 	if c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation &&
 		d.Status.AuthoredVersion != reconcile.AuthoredVersion(d) {
-		o.violations = append(o.violations, fmt.Sprintf("Drink %s (uid %s) Ready at generation %d with status.authoredVersion %q, written in %q",
-			d.Name, d.UID, d.Generation, d.Status.AuthoredVersion, reconcile.AuthoredVersion(d)))
+		o.violations = append(o.violations, fmt.Sprintf("Drink %s (uid %s) Ready at generation %d with status.authoredVersion %q, written in %q (Ready: %s)",
+			d.Name, d.UID, d.Generation, d.Status.AuthoredVersion, reconcile.AuthoredVersion(d), c.Message))
 	}
 }
 
