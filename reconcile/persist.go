@@ -15,13 +15,19 @@ import (
 // persistStatus is the one status write of a reconcile: a merge patch of
 // obj against read (the object as the reconcile read it), sent only when
 // status(obj) differs from status(read), so that a reconcile that finds
-// everything in place writes nothing. An object deleted meanwhile is not
-// an error.
+// everything in place writes nothing. The patch carries read's
+// resourceVersion: a status computed for one state of the object must not
+// land on a later one, least of all on an object deleted and recreated
+// under the same name meanwhile (it would be Ready with the dead one's
+// status). The API server refuses such a patch (409); that is not an error
+// here, since the change that caused it brings a new reconcile of the
+// current object. An object deleted meanwhile is not an error either.
 func persistStatus[T client.Object](ctx context.Context, c client.Client, read, obj T, status func(T) any) error {
 	if apiequality.Semantic.DeepEqual(status(read), status(obj)) {
 		return nil
 	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(read)); err != nil && !apierrors.IsNotFound(err) {
+	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
 	return nil

@@ -87,7 +87,7 @@ func TestCreateDeleteRaces(t *testing.T) {
 			if tc.iterations > 0 {
 				n = tc.iterations
 			}
-			runRaceCase(t, tc, n, seed, uint64(ci), false)
+			runRaceCase(t, tc, n, seed, uint64(ci))
 		})
 	}
 }
@@ -97,13 +97,9 @@ func TestCreateDeleteRaces(t *testing.T) {
 // ConfigMap is never Ready with the status that reconcile computed for the
 // dead Drink. A validating webhook on ConfigMap creates holds the
 // reconcile of the first Drink at its create until the second exists.
-// RACE_KNOWN_BUGS=1 runs it despite the skip.
+// (persistStatus once merge-patched that status onto whatever Drink had
+// the name by then: no resourceVersion in the patch.)
 func TestRecreatedDrinkNeverShowsDeadStatus(t *testing.T) {
-	if os.Getenv("RACE_KNOWN_BUGS") == "" {
-		t.Skip("bug: persistStatus merge-patches the status a reconcile computed for a Drink onto whatever Drink has " +
-			"its name by then (no resourceVersion or UID in the patch), so a Drink recreated during the reconcile of " +
-			"the deleted one is Ready at generation 1 with the dead Drink's authored version and ConfigMap until its own reconcile")
-	}
 	ns := namespace(t)
 	key := client.ObjectKey{Namespace: ns, Name: "recreated"}
 	held, release := holdConfigMapCreates(t, ns, key.Name)
@@ -334,8 +330,8 @@ func recreateAfter(wait func(*rand.Rand) time.Duration) func(*testing.T, *rand.R
 // runRaceCase runs n iterations of tc, at most 8 at a time, each on its own
 // Drink name in one namespace, with the garbage collector and a Drink
 // watcher running, then checks the namespace as a whole. A Drink seen
-// Ready with a dead Drink's status fails the case only when strictStatus.
-func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64, strictStatus bool) {
+// Ready with a dead Drink's status fails the case.
+func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) {
 	ns := namespace(t)
 	ctx, cancel := context.WithCancel(testCtx)
 	defer cancel()
@@ -392,11 +388,7 @@ func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64, strictSt
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	for _, v := range obs.violations {
-		if strictStatus {
-			t.Error(v)
-		} else {
-			t.Log("known bug, see TestRecreatedDrinkNeverShowsDeadStatus: " + v)
-		}
+		t.Error(v)
 	}
 	events := 0
 	for _, e := range listEvents(t, ns) {
