@@ -33,6 +33,7 @@ func uninstallAndReinstall() features.Feature {
 			if out, err := apply(cfg, m.String()); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
+			waitGCWatchesDrinks(t, cfg)
 			for i := range 5 {
 				conditionTrueWithin("drink", uninstallNS, fmt.Sprintf("d%d", i), "Ready", 30*time.Second)(ctx, t, cfg)
 			}
@@ -84,4 +85,44 @@ func uninstallAndReinstall() features.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// waitGCWatchesDrinks returns once the garbage collector has collected the
+// ConfigMap of a deleted canary Drink. It starts watching a kind only at
+// its next resync after the kind appears (every 30 s): right after a
+// feature that reinstalled the CRDs, the deletion of a Drink can go unseen
+// and its ConfigMap is never collected, which says nothing about the
+// operator. A canary the collector missed is removed by hand and tried
+// again.
+func waitGCWatchesDrinks(t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		if out, err := apply(cfg, "apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: gc-canary, namespace: "+uninstallNS+"}\nspec: {displayName: Canary, beverage: tea}\n"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		testenv.Eventually(t, 30*time.Second, func() string {
+			if out, err := kubectl(cfg, "get", "configmap", "-n", uninstallNS, "gc-canary", "-o", "name"); err != nil {
+				return "canary ConfigMap: " + out
+			}
+			return ""
+		})
+		if out, err := kubectl(cfg, "delete", "drink", "-n", uninstallNS, "gc-canary", "--wait=true"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if out, _ := kubectl(cfg, "get", "configmap", "-n", uninstallNS, "gc-canary", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) == "" {
+				fmt.Printf("e2e: the garbage collector watches Drinks (canary collected, attempt %d, %s)\n", attempt, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the garbage collector collected no canary ConfigMap in %s", time.Since(start).Round(time.Second))
+		}
+		if out, err := kubectl(cfg, "delete", "configmap", "-n", uninstallNS, "gc-canary", "--ignore-not-found"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
 }
