@@ -98,7 +98,6 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.failed(g, read, "RoleAssignmentFailed", err)
 	}
 	if roles.failedOver() {
-		failoversTotal.Inc()
 		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "Failover", "Promote",
 			"pod %s promoted to active: %s", roles.active, roles.reason)
 	}

@@ -143,10 +143,6 @@ type roles struct {
 	standby          []string
 	ready            int
 	reason           string
-	// promoted: this reconcile labelled a pod active. Compared with
-	// status.active alone, a reconcile that reads the Guestbook before its
-	// own status write reached the cache would report the failover twice.
-	promoted bool
 }
 
 // complete reports whether the application runs as the Guestbook asks:
@@ -155,10 +151,10 @@ func (r roles) complete(size int32) bool {
 	return r.active != "" && int32(r.ready) >= size
 }
 
-// failedOver reports whether this reconcile made another pod take over
-// from an active one.
+// failedOver reports whether another pod took over from the one status
+// names (for the event; the event recorder folds a repeat into one event).
 func (r roles) failedOver() bool {
-	return r.promoted && r.previous != "" && r.active != r.previous
+	return r.previous != "" && r.active != "" && r.active != r.previous
 }
 
 // assignRoles labels exactly one Ready pod active and the others standby.
@@ -206,7 +202,12 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 				if err := r.setRole(ctx, p, webappv1.RoleActive); err != nil {
 					return roles{}, err
 				}
-				out.promoted = true
+				// Counted here, at the one write that promotes, so that a
+				// reconcile that later fails or reads a stale status
+				// neither misses nor repeats it.
+				if out.previous != "" {
+					failoversTotal.Inc()
+				}
 				break
 			}
 		}
