@@ -1,0 +1,482 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/internal/testenv"
+)
+
+const (
+	leaseName = "myoperator.example.com"
+	// apfDrinks is how many Drinks each phase of TestLeaseUnderAPFSqueeze
+	// creates.
+	apfDrinks = 1000
+)
+
+// TestLeaseUnderAPFSqueeze: an admin squeezes every request of the
+// operator's ServiceAccount into a priority level of the smallest
+// concurrency that rejects what it cannot run at once (429). The manager,
+// with its ServiceAccount's token, config/rbac, leader election with short
+// durations and no client-side rate limit (main's default), still
+// converges 1,000 Drinks, and its retries show in its client metrics;
+// with the shipped FlowSchema (config/manager/flowschema.yaml) its Lease
+// renewals go to the leader-election level, none is rejected and the
+// Lease is never lost. Then the shipped FlowSchema is removed and 1,000
+// more Drinks are created: the renewals now share the squeezed level and
+// are rejected, which is what the FlowSchema prevents.
+func TestLeaseUnderAPFSqueeze(t *testing.T) {
+	env, cfg, admin := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "protected"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unprotected"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
+	} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installRBAC(ctx, t, admin)
+	shipped := installLeaseFlowSchema(ctx, t, admin)
+	squeeze := installSqueeze(ctx, t, cs)
+
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, "myoperator-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No client-side rate limit, as main runs by default: fairness is the
+	// API server's.
+	saCfg := &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
+	// Both FlowSchemas are in force: a Lease read of the ServiceAccount is
+	// classified by the shipped one, a ConfigMap read by the squeeze.
+	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, shipped)
+	waitClassified(ctx, t, saCfg, "/api/v1/namespaces/"+operatorNS+"/configmaps", squeeze)
+
+	wo := env.WebhookInstallOptions
+	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
+	metricsAddr := freeAddr(t)
+	mgr, err := app.New(saCfg, app.Options{
+		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0", SeveralManagersPerProcess: true,
+		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
+		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
+		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+		MaxConcurrentReconciles: 16, // main's default
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	w := watchLease(ctx, t, cs)
+	testenv.Eventually(t, 60*time.Second, func() string {
+		if w.snapshot().holder == "" {
+			return "no Lease held"
+		}
+		return ""
+	})
+
+	// Drinks are admitted once the manager has injected its webhooks' CA
+	// (a dry run writes nothing).
+	testenv.Eventually(t, 60*time.Second, func() string {
+		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "protected", Name: "probe"},
+			Spec: drinksv1.DrinkSpec{DisplayName: "Probe", Beverage: "tea"}}
+		if err := admin.Create(ctx, d, client.DryRunAll); err != nil {
+			return "no Drink admitted yet: " + err.Error()
+		}
+		return ""
+	})
+
+	// Protected: the shipped FlowSchema is installed.
+	start := time.Now()
+	before, apiBefore := scrapePlain(ctx, t, metricsAddr), apiserverMetrics(ctx, t, cs)
+	leaseBefore := w.snapshot()
+	createDrinks(ctx, t, admin, "protected", apfDrinks)
+	converged, lost := waitConverged(ctx, t, admin, "protected", apfDrinks, stopped, 180*time.Second)
+	if lost != nil {
+		t.Fatalf("the manager stopped under the squeeze with the shipped FlowSchema: %v", lost)
+	}
+	if !converged {
+		t.Fatalf("%d Drinks not Ready with their ConfigMaps within 180s", apfDrinks)
+	}
+	took := time.Since(start)
+	after, apiAfter := scrapePlain(ctx, t, metricsAddr), apiserverMetrics(ctx, t, cs)
+	leaseAfter := w.snapshot()
+	got429 := sum(after, "rest_client_requests_total", map[string]string{"code": "429"}) - sum(before, "rest_client_requests_total", map[string]string{"code": "429"})
+	rejected := sum(apiAfter, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"flow_schema": squeeze.Name}) -
+		sum(apiBefore, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"flow_schema": squeeze.Name})
+	leaseRejected := leaseRejections(apiAfter) - leaseRejections(apiBefore)
+	t.Logf("seats (API server's nominal limit): squeeze %v, leader-election %v",
+		gauge(apiAfter, "apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "squeeze"}),
+		gauge(apiAfter, "apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "leader-election"}))
+	t.Logf("with the shipped FlowSchema: %d Drinks Ready with their ConfigMaps in %s; the manager got %v 429s "+
+		"(API server: %v requests of the squeeze rejected, %v of them on leases); Lease renewed %d times, "+
+		"longest gap between renewals %s, holder changes %d, leaseTransitions %d -> %d",
+		apfDrinks, took.Round(100*time.Millisecond), got429, rejected, leaseRejected,
+		leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond),
+		leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
+	if got429 == 0 {
+		t.Errorf("the manager got no 429: the squeeze squeezed nothing")
+	}
+	if leaseRejected != 0 {
+		t.Errorf("%v Lease requests rejected with the shipped FlowSchema, want 0", leaseRejected)
+	}
+	if leaseAfter.holderChanges != 0 || leaseAfter.transitions != leaseBefore.transitions {
+		t.Errorf("the Lease changed hands under the squeeze with the shipped FlowSchema: %d holder changes, leaseTransitions %d -> %d",
+			leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
+	}
+	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= lease {
+		t.Errorf("renewals under the squeeze: %d, longest gap %s (lease %s)", leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap, lease)
+	}
+
+	// Unprotected: the shipped FlowSchema removed, the renewals share the
+	// squeezed level with everything else the manager sends.
+	if err := admin.Delete(ctx, shipped); err != nil {
+		t.Fatal(err)
+	}
+	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, squeeze)
+	w.resetGap()
+	start = time.Now()
+	createDrinks(ctx, t, admin, "unprotected", apfDrinks)
+	converged, lost = waitConverged(ctx, t, admin, "unprotected", apfDrinks, stopped, 180*time.Second)
+	apiEnd := apiserverMetrics(ctx, t, cs)
+	leaseEnd := w.snapshot()
+	unprotectedRejected := leaseRejections(apiEnd) - leaseRejections(apiAfter)
+	outcome := fmt.Sprintf("%d Drinks converged in %s", apfDrinks, time.Since(start).Round(100*time.Millisecond))
+	if !converged {
+		outcome = fmt.Sprintf("the manager stopped after %s (%v)", time.Since(start).Round(100*time.Millisecond), lost)
+	}
+	t.Logf("without the shipped FlowSchema: %s; %v Lease requests rejected; Lease renewed %d times, longest gap between renewals %s, "+
+		"leader lost: %v",
+		outcome, unprotectedRejected, leaseEnd.renewals-leaseAfter.renewals, leaseEnd.maxGap.Round(100*time.Millisecond), lost != nil)
+	if unprotectedRejected == 0 {
+		t.Errorf("no Lease request rejected without the shipped FlowSchema: the test does not show what it protects")
+	}
+}
+
+// installLeaseFlowSchema installs the FlowSchema config/manager ships.
+func installLeaseFlowSchema(ctx context.Context, t *testing.T, admin client.Client) client.Object {
+	t.Helper()
+	objs, err := manifests.Render("config/manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := manifests.OfKind(objs, "FlowSchema")
+	if len(fs) != 1 {
+		t.Fatalf("config/manager renders %d FlowSchemas, want 1", len(fs))
+	}
+	if err := admin.Create(ctx, fs[0]); err != nil {
+		t.Fatal(err)
+	}
+	return fs[0]
+}
+
+// installSqueeze creates a priority level of the smallest concurrency
+// (one seat, borrowing none) that rejects at once what it cannot run, and
+// a FlowSchema that sends every request of the operator's ServiceAccount
+// there. It takes precedence over the built-in FlowSchemas
+// (service-accounts, 9000) and not over the shipped one (150).
+func installSqueeze(ctx context.Context, t *testing.T, cs kubernetes.Interface) *flowcontrolv1.FlowSchema {
+	t.Helper()
+	// The API server divides its seats (600 in envtest) among the levels
+	// by their shares, and rounds up: one share of the built-in 245 is 3
+	// seats. A ballast level that no FlowSchema uses takes 2,000 shares, so
+	// that the squeeze's one share is one seat (leader-election's 10 are
+	// still 3).
+	pl, ballast := rejectingLevel("squeeze", 1), rejectingLevel("ballast", 2000)
+	for _, pl := range []*flowcontrolv1.PriorityLevelConfiguration{ballast, pl} {
+		if _, err := cs.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "squeeze-myoperator"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: pl.Name},
+			MatchingPrecedence:         1000,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{
+					Kind:           flowcontrolv1.SubjectKindServiceAccount,
+					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: operatorNS, Name: "myoperator-controller-manager"},
+				}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
+					Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery},
+				}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{
+					Verbs: []string{flowcontrolv1.VerbAll}, NonResourceURLs: []string{flowcontrolv1.NonResourceAll},
+				}},
+			}},
+		},
+	}
+	fs, err := cs.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// waitClassified waits until a GET of path with cfg's credentials is
+// classified by the FlowSchema want, as the API server says in its
+// X-Kubernetes-PF-FlowSchema-UID response header (set also on a 429).
+func waitClassified(ctx context.Context, t *testing.T, cfg *rest.Config, path string, want client.Object) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() string {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+path, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		_ = resp.Body.Close()
+		if got := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID); got != string(want.GetUID()) {
+			return fmt.Sprintf("GET %s classified by FlowSchema %q, want %s (%s)", path, got, want.GetName(), want.GetUID())
+		}
+		return ""
+	})
+}
+
+// leaseState is what leaseWatch saw of the manager's Lease.
+type leaseState struct {
+	holder        string
+	holderChanges int
+	transitions   int32
+	// renewals counts the times renewTime moved; maxGap is the longest
+	// time between two of them (since the last resetGap).
+	renewals int
+	maxGap   time.Duration
+}
+
+type leaseWatch struct {
+	mu        sync.Mutex
+	s         leaseState
+	lastRenew time.Time
+}
+
+func (w *leaseWatch) snapshot() leaseState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.s
+}
+
+func (w *leaseWatch) resetGap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.s.maxGap = 0
+}
+
+func (w *leaseWatch) observe(l *coordinationv1.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	if w.s.holder != "" && holder != w.s.holder {
+		w.s.holderChanges++
+	}
+	w.s.holder = holder
+	w.s.transitions = ptr.Deref(l.Spec.LeaseTransitions, 0)
+	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(w.lastRenew) {
+		return
+	}
+	renewed := l.Spec.RenewTime.Time
+	if !w.lastRenew.IsZero() {
+		w.s.renewals++
+		w.s.maxGap = max(w.s.maxGap, renewed.Sub(w.lastRenew))
+	}
+	w.lastRenew = renewed
+}
+
+// watchLease follows the manager's Lease as the admin (whom APF exempts)
+// until ctx ends.
+func watchLease(ctx context.Context, t *testing.T, cs kubernetes.Interface) *leaseWatch {
+	t.Helper()
+	w := &leaseWatch{}
+	wi, err := cs.CoordinationV1().Leases(operatorNS).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", leaseName).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok {
+				w.observe(l)
+			}
+		}
+	}()
+	return w
+}
+
+// createDrinks creates n Drinks through v1 in ns, as the admin, eight at
+// a time.
+func createDrinks(ctx context.Context, t *testing.T, admin client.Client, ns string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%04d", i)},
+					Spec: drinksv1.DrinkSpec{DisplayName: fmt.Sprintf("Drink %d", i), Beverage: "tea"}}
+				if err := admin.Create(ctx, d); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("creating Drinks in %s: %v", ns, err)
+	}
+}
+
+// waitConverged waits until the n Drinks of ns are Ready for their
+// generation with their ConfigMaps, the manager stops (its error), or
+// timeout passes.
+func waitConverged(ctx context.Context, t *testing.T, admin client.Client, ns string, n int, stopped <-chan error, timeout time.Duration) (bool, error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-stopped:
+			return false, fmt.Errorf("manager stopped: %w", err)
+		case <-time.After(time.Second):
+		}
+		drinks := &drinksv1.DrinkList{}
+		cms := &corev1.ConfigMapList{}
+		if err := admin.List(ctx, drinks, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.List(ctx, cms, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, d := range drinks.Items {
+			if c := meta.FindStatusCondition(d.Status.Conditions, drinksv1.ConditionReady); c != nil &&
+				c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation {
+				ready++
+			}
+		}
+		owned := 0
+		for _, cm := range cms.Items {
+			if ref := metav1.GetControllerOf(&cm); ref != nil && ref.Kind == "Drink" && ref.Name == cm.Name {
+				owned++
+			}
+		}
+		if ready == n && owned == n {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// scrapePlain reads the manager's /metrics over plain HTTP (SecureMetrics
+// off: with it on, each scrape would itself ask the squeezed API server to
+// authorize the caller).
+func scrapePlain(ctx context.Context, t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return parseMetrics(t, resp.Body)
+}
+
+// apiserverMetrics reads the API server's /metrics as the admin.
+func apiserverMetrics(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[string]*dto.MetricFamily {
+	t.Helper()
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseMetrics(t, bytes.NewReader(raw))
+}
+
+func parseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		t.Fatalf("parsing metrics: %v", err)
+	}
+	return families
+}
+
+// leaseRejections is how many Lease requests the API server rejected with
+// 429 (APF rejections are request terminations); only the manager sends
+// any that are not exempt.
+func leaseRejections(families map[string]*dto.MetricFamily) float64 {
+	return sum(families, "apiserver_request_terminations_total", map[string]string{"resource": "leases", "code": "429"})
+}
+
+// gauge is a gauge's value, 0 when the series is absent.
+func gauge(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	return series(families, name, labels).GetGauge().GetValue()
+}
+
+// rejectingLevel is a priority level of shares that borrows and lends
+// no seat and rejects (429) a request it has no seat for.
+func rejectingLevel(name string, shares int32) *flowcontrolv1.PriorityLevelConfiguration {
+	return &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To(shares),
+				LendablePercent:          ptr.To[int32](0),
+				BorrowingLimitPercent:    ptr.To[int32](0),
+				LimitResponse:            flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
+			},
+		},
+	}
+}
+
+// sum adds the counters of every series of name whose labels include
+// labels.
+func sum(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	total := 0.0
+	for _, m := range families[name].GetMetric() {
+		total += value(map[string]*dto.MetricFamily{name: {Metric: []*dto.Metric{m}}}, name, labels)
+	}
+	return total
+}
