@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,11 +43,56 @@ type ControlPlane struct {
 // StartControlPlane starts the API server and installs config/local with
 // kubectl, like install-local. workDir receives the kubeconfig.
 func StartControlPlane(ctx context.Context, root, workDir string) (*ControlPlane, error) {
+	return startControlPlane(ctx, root, workDir, &envtest.Environment{})
+}
+
+// PlaneOptions change how StartControlPlaneWith runs the control plane.
+type PlaneOptions struct {
+	// Restartable keeps etcd's data and the API server's certificates in
+	// workDir rather than in directories envtest deletes when it stops
+	// them, so that StopServers and StartServers take the control plane
+	// down and bring it back with the same objects, ports and
+	// certificates: to its clients it is one API server that was
+	// unreachable for a while.
+	Restartable bool
+	// AuditPolicy, when set, is an audit policy (YAML) the API server
+	// applies, writing one JSON event per line to workDir/audit.log.
+	AuditPolicy string
+}
+
+// AuditLog is where a control plane with PlaneOptions.AuditPolicy writes.
+func AuditLog(workDir string) string { return filepath.Join(workDir, "audit.log") }
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, root, workDir string, o PlaneOptions) (*ControlPlane, error) {
+	env := &envtest.Environment{}
+	if o.Restartable {
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(workDir, "etcd")}
+		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(workDir, "apiserver")}
+		for _, dir := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.AuditPolicy != "" {
+		policy := filepath.Join(workDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(o.AuditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		args := env.ControlPlane.GetAPIServer().Configure()
+		args.Set("audit-policy-file", policy)
+		args.Set("audit-log-path", AuditLog(workDir))
+	}
+	return startControlPlane(ctx, root, workDir, env)
+}
+
+func startControlPlane(ctx context.Context, root, workDir string, env *envtest.Environment) (*ControlPlane, error) {
 	binDir, err := testenv.BinaryDir()
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: binDir, Scheme: scheme.New()}
+	env.BinaryAssetsDirectory, env.Scheme = binDir, scheme.New()
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
@@ -102,6 +148,44 @@ func (cp *ControlPlane) APIMetrics(ctx context.Context) (Metrics, error) {
 		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
 	}
 	return ParseMetrics(string(raw))
+}
+
+// StopServers stops kube-apiserver, then etcd (SIGTERM, as a node drain or
+// a control-plane upgrade does). Their data survives only in a control
+// plane started with PlaneOptions.Restartable.
+func (cp *ControlPlane) StopServers() error {
+	if err := cp.env.ControlPlane.APIServer.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := cp.env.ControlPlane.Etcd.Stop(); err != nil {
+		return fmt.Errorf("stopping etcd: %w", err)
+	}
+	return nil
+}
+
+// StartServers starts etcd, then kube-apiserver, on the ports and with the
+// data and certificates they had, and returns once the API server answers
+// /healthz.
+func (cp *ControlPlane) StartServers() error {
+	if err := cp.env.ControlPlane.Etcd.Start(); err != nil {
+		return fmt.Errorf("restarting etcd: %w", err)
+	}
+	if err := cp.env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// FreeLoopbackPort is a port on 127.0.0.1 that nothing listens on right
+// now, for a manager's metrics, probes or pprof (ManagerOptions) when
+// several tests or runs share the machine.
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the API server and etcd and removes their data.
