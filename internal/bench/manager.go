@@ -32,6 +32,8 @@ type ManagerOptions struct {
 	WebhookPort, MetricsPort, ProbePort, PprofPort int
 	MaxConcurrentReconciles                        int
 	LeaderElect                                    bool
+	// ExtraArgs are appended to the flags (test/faults: Lease timings).
+	ExtraArgs []string
 }
 
 // Manager is a running manager binary.
@@ -70,6 +72,7 @@ func StartManager(o ManagerOptions) (*Manager, error) {
 	if o.LeaderElect {
 		args = append(args, "--leader-elect")
 	}
+	args = append(args, o.ExtraArgs...)
 	logFile, err := os.Create(o.LogFile)
 	if err != nil {
 		return nil, err
