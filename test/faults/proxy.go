@@ -267,7 +267,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	p.mu.Lock()
-	if _, seen := p.snapshot[key]; p.recording && !seen && resp.StatusCode == http.StatusOK && isList(out) {
+	if _, seen := p.snapshot[key]; p.recording && !seen && resp.StatusCode == http.StatusOK && isCollection(r.URL.Path) && isList(out) {
 		p.snapshot[key] = recorded{contentType: resp.Header.Get("Content-Type"), body: out, rv: listRV(out)}
 	}
 	p.mu.Unlock()
@@ -430,6 +430,9 @@ func (p *Proxy) serveWatch(w http.ResponseWriter, r *http.Request, st recorded) 
 					s.Errors++
 				}
 			})
+			if e.key == "error" {
+				p.logf("proxy: watch %s: %s", r.URL.Path, raw)
+			}
 			select {
 			case events <- e:
 			case <-r.Context().Done():
@@ -597,7 +600,8 @@ func isCollection(path string) bool {
 	if len(parts) >= 2 && parts[0] == "namespaces" {
 		parts = parts[2:]
 	}
-	return len(parts) == 1
+	// /api and /apis themselves are discovery, not lists.
+	return len(parts) == 1 && parts[0] != "api" && parts[0] != "apis"
 }
 
 func isList(body []byte) bool {

@@ -1,0 +1,60 @@
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStaleAndDroppedEvents (issue 14, item 2): the scenario of
+// TestCrashAtEveryWrite with the manager's view of the cluster perturbed
+// at the proxy: every watch event delivered late; bursts coalesced, so
+// that only the last event of each object reaches the informers; and a
+// restart, mid-step, whose informers start from lists recorded steps
+// earlier (an older resourceVersion) and must catch up by watching from
+// there, or relist when the API server answers 410 Gone. The final state
+// must equal the fault-free run's.
+func TestStaleAndDroppedEvents(t *testing.T) {
+	h := newHarness(t)
+	if warm := h.trial(0, fault{}, nil); warm.diff != "" {
+		t.Fatalf("warm-up run: %s", warm.diff)
+	}
+	base := h.trial(1, fault{}, nil)
+	if base.diff != "" {
+		t.Fatalf("fault-free run: %s", base.diff)
+	}
+	t.Logf("fault-free run: %d writes, %d objects in the final state, %s", len(base.writes), len(base.snapshot), base.took.Round(time.Millisecond))
+	// Steps (1-based) of scenario.steps: 4 edits alpha, 7 fails the
+	// Guestbook over, 10 changes the OperatorConfig.
+	cases := []struct {
+		name string
+		f    fault
+	}{
+		{"every event 400ms late", fault{perturb: Perturbation{Delay: 400 * time.Millisecond}}},
+		{"bursts within 500ms coalesced to the last event of each object", fault{perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
+		{"restart during the failover from lists of before the edit", fault{recordAt: 4, staleRestart: 7}},
+		{"restart during the config change from lists of before the failover", fault{recordAt: 7, staleRestart: 10}},
+		{"stale restart with coalesced events", fault{recordAt: 4, staleRestart: 10, perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
+	}
+	var table strings.Builder
+	for i, tc := range cases {
+		r := h.trial(i+2, tc.f, base.snapshot)
+		st := h.proxy.Stats()
+		outcome := "ok"
+		if r.diff != "" {
+			outcome = "final state differs"
+			t.Errorf("%s: the final state differs from the fault-free run's:\n%s", tc.name, r.diff)
+		}
+		if (tc.f.perturb != Perturbation{}) && st.Delivered == st.Received && tc.f.perturb.Coalesce > 0 {
+			t.Errorf("%s: no event was dropped (%d received, %d delivered): the perturbation did nothing", tc.name, st.Received, st.Delivered)
+		}
+		if tc.f.staleRestart > 0 && len(r.stale) == 0 {
+			t.Errorf("%s: no list was answered from the snapshot", tc.name)
+		}
+		fmt.Fprintf(&table, "\n  %-70s %-20s %6s  writes %3d  watches %2d (watch-lists %2d, lists %2d)  events %4d received, %4d delivered, %d errors  stale lists %d %v",
+			tc.name, outcome, r.took.Round(100*time.Millisecond), len(r.writes), st.Watches, st.WatchLists, st.Lists,
+			st.Received, st.Delivered, st.Errors, len(r.stale), r.stale)
+	}
+	t.Logf("perturbations (outcome, trial time, writes, the proxy's counts):%s", table.String())
+}
