@@ -49,6 +49,7 @@ func run() error {
 	// Reconciles mostly wait on the API server, so more workers than cores
 	// pay off: make bench found 16-32 best for Drinks on 2 cores.
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "Reconciles each controller runs at once.")
+	flag.StringVar(&o.PodName, "pod-name", envOr("POD_NAME", ""), "The manager's pod: the Lease holder identity is <pod-name>_<uuid>, which the fencing ValidatingAdmissionPolicy compares with the pod of the request's token; empty uses <hostname>_<uuid>.")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one replica reconciles.")
 	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a Lease holds without renewal: the wait after a leader dies without releasing it.")
 	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leading.")

@@ -14,7 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +75,9 @@ const (
 	ValidatingWebhookConfig   = "myoperator-validating-webhook-configuration"
 	DefaultCertSecret         = "myoperator-webhook-server-cert"
 	DefaultWebhookServiceName = "myoperator-webhook-service"
+	// LeaderElectionID names the Lease, in Namespace; the fencing policy
+	// takes it as its parameter.
+	LeaderElectionID = "myoperator.example.com"
 )
 
 // The certificate rotator and the migration need these; writes are limited
@@ -122,6 +130,13 @@ type Options struct {
 	IssuedCertSecret string
 
 	LeaderElection bool
+	// PodName is the manager's pod (POD_NAME, from the downward API). When
+	// set, the Lease holder identity is <PodName>_<uuid> rather than
+	// controller-runtime's <hostname>_<uuid>: the fencing policy
+	// (config/manager/fencing.yaml) admits the leader's writes only when the
+	// holder starts with the pod name of the request's bound token, and the
+	// hostname is the pod name only when the pod sets no other.
+	PodName string
 	// LeaseDuration and friends tune leader election; zero uses defaults.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
@@ -209,7 +224,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthProbeBindAddress:        o.ProbeAddr,
 		WebhookServer:                 webhookServer,
 		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              "myoperator.example.com",
+		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
@@ -227,6 +242,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// Writes are counted per reconcile at the transport (see writecount).
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(writecount.Transport)
+	if o.LeaderElection && o.PodName != "" {
+		lock, err := leaseLock(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -442,4 +464,24 @@ func (o Options) serviceAccount() string {
 		return o.ServiceAccount
 	}
 	return o.Namespace + "/" + DefaultServiceAccount
+}
+
+// leaseLock is controller-runtime's Lease lock (same client timeout, user
+// agent and "became leader" events) with the identity <PodName>_<uuid>.
+func leaseLock(cfg *rest.Config, o Options) (resourcelock.Interface, error) {
+	renew := o.RenewDeadline
+	if o.LeaseDuration == 0 || renew == 0 {
+		renew = 10 * time.Second // controller-runtime's default
+	}
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	cfg.Timeout = max(renew/2, time.Second)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	id := o.PodName + "_" + string(uuid.NewUUID())
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	return resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, LeaderElectionID, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: events.NewRecorder(scheme.New(), corev1.EventSource{Component: id})})
 }

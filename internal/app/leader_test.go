@@ -46,16 +46,7 @@ const acquired = "Successfully acquired lease"
 // release the Lease and exit 0; the other takes over, and the time from the
 // signal to its first reconcile is measured.
 func TestLeaderHandover(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildManager(t)
 	env, _, c := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	for _, ns := range []string{operatorNS, "handover"} {
