@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -191,8 +192,9 @@ func (h *harness) resetCertificates() {
 
 // fault is what a trial does to the manager.
 type fault struct {
-	// killAfter SIGKILLs the manager after that write (0: never).
-	killAfter int
+	// killAfter SIGKILLs the manager right after the write with that
+	// identity (writeIDs; "": never).
+	killAfter string
 	// perturb applies to every watch of the trial.
 	perturb Perturbation
 	// recordAt restarts the manager (SIGKILL) before that scenario step
@@ -201,6 +203,9 @@ type fault struct {
 	// accepted, its informers answered from those recorded lists, older
 	// than the API server by the steps in between (0: never).
 	recordAt, staleRestart int
+	// staleHold keeps the restarted manager's informers on the recorded
+	// state this long before the watch from there delivers anything.
+	staleHold time.Duration
 }
 
 // result is one trial.
@@ -226,8 +231,9 @@ func (h *harness) trial(n int, f fault, want []string) result {
 	h.killed = killed
 	h.startLocked()
 	h.mu.Unlock()
-	if f.killAfter > 0 {
-		h.proxy.KillAfter(f.killAfter, h.killNow)
+	if f.killAfter != "" {
+		ids := newWriteIDs(n)
+		h.proxy.KillAfter(func(w Write) bool { return ids.next(w) == f.killAfter }, h.killNow)
 	}
 	h.waitReady()
 	s := newScenario(h, n)
@@ -240,7 +246,7 @@ func (h *harness) trial(n int, f fault, want []string) result {
 		var accepted func()
 		if f.staleRestart == i+1 {
 			accepted = func() {
-				served := h.proxy.ServeStale()
+				served := h.proxy.ServeStale(f.staleHold)
 				h.t.Logf("trial %d: SIGKILL after the action of step %d (%s); %d recorded lists answer the fresh manager", n, i+1, step.name, served)
 				h.killNow()
 			}
@@ -253,6 +259,9 @@ func (h *harness) trial(n int, f fault, want []string) result {
 	r := result{writes: h.proxy.Writes()}
 	// The final state: settled, then compared with the fault-free one.
 	r.snapshot, r.diff = s.settle(want)
+	// No crash during the cleanup: a trial whose writes ran out before k
+	// says so instead.
+	h.proxy.KillAfter(nil, nil)
 	select {
 	case <-killed:
 		r.killed = true
@@ -280,6 +289,30 @@ func diffLines(want, got []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// writeIDs names a trial's writes the same in every trial: the verb, the
+// path with the trial's namespace and Guestbook name replaced and an
+// event's generated suffix dropped, and which occurrence of that verb and
+// path it is.
+type writeIDs struct {
+	ns, gb string
+	seen   map[string]int
+}
+
+func newWriteIDs(n int) *writeIDs {
+	return &writeIDs{ns: trialNamespace(n), gb: trialGuestbook(n), seen: map[string]int{}}
+}
+
+var eventSuffix = regexp.MustCompile(`\.[0-9a-f]{16}$`)
+
+// next returns the identity of w, the next write of the trial.
+func (ids *writeIDs) next(w Write) string {
+	path := strings.ReplaceAll(strings.ReplaceAll(w.Path, ids.ns, "NS"), ids.gb, "GB")
+	path = eventSuffix.ReplaceAllString(path, "")
+	key := w.Verb + " " + path
+	ids.seen[key]++
+	return fmt.Sprintf("%s #%d", key, ids.seen[key])
 }
 
 func envOr(name, def string) string {

@@ -58,12 +58,13 @@ type Proxy struct {
 	srv      *http.Server
 	logf     func(string, ...any)
 
-	mu      sync.Mutex
-	writes  []Write
-	killAt  int
-	onKill  func()
-	killing chan struct{}
-	perturb Perturbation
+	mu     sync.Mutex
+	writes []Write
+	// killMatch chooses the write after which the manager dies.
+	killMatch func(Write) bool
+	onKill    func()
+	killing   chan struct{}
+	perturb   Perturbation
 	// recording keeps the first list of each key (path, selectors, Accept)
 	// in snapshot; stale holds the recorded lists still to be served once
 	// each instead of the API server's answer.
@@ -74,6 +75,7 @@ type Proxy struct {
 	// resourceVersions.
 	staleServed int
 	staleRVs    []string
+	staleHold   time.Duration
 	// stats counts watch events received from the API server and passed
 	// on, and the watch ERROR events (410 Gone after a too old
 	// resourceVersion).
@@ -135,20 +137,21 @@ current-context: proxy
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.writes, p.killAt, p.onKill = nil, 0, nil
+	p.writes, p.killMatch, p.onKill = nil, nil, nil
 	p.perturb = Perturbation{}
 	p.recording, p.stale, p.staleServed, p.staleRVs = false, nil, 0, nil
 	p.stats = WatchStats{}
 	p.snapshot = map[string]recorded{}
 }
 
-// KillAfter arms the crash: once write k (counting from 1 after Reset) has
+// KillAfter arms the crash: once the first write that match accepts has
 // landed, the proxy calls kill, which must end the manager, and never
 // answers that write. Requests that arrive meanwhile are dropped too.
-func (p *Proxy) KillAfter(k int, kill func()) {
+// match sees the writes in the order they arrive; nil disarms.
+func (p *Proxy) KillAfter(match func(Write) bool, kill func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.killAt, p.onKill = k, kill
+	p.killMatch, p.onKill = match, kill
 }
 
 // Perturb sets how watch streams opened from now on are perturbed.
@@ -166,11 +169,13 @@ func (p *Proxy) Record() {
 }
 
 // ServeStale stops recording and answers the next list of each recorded
-// kind from the snapshot, once.
-func (p *Proxy) ServeStale() int {
+// kind from the snapshot, once; a watch list then gets the API server's
+// events from the snapshot's resourceVersion on only after hold, so that
+// the informers sit on the old state that long (as behind a slow watch).
+func (p *Proxy) ServeStale(hold time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.recording, p.stale = false, p.snapshot
+	p.recording, p.stale, p.staleHold = false, p.snapshot, hold
 	p.snapshot = map[string]recorded{}
 	return len(p.stale)
 }
@@ -281,8 +286,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) {
 	p.mu.Lock()
 	idx := len(p.writes) + 1
-	p.writes = append(p.writes, Write{Index: idx, Verb: r.Method, Path: writePath(r, body)})
-	kill := idx == p.killAt
+	wr := Write{Index: idx, Verb: r.Method, Path: writePath(r, body)}
+	p.writes = append(p.writes, wr)
+	kill := p.killMatch != nil && p.killMatch(wr)
 	var done chan struct{}
 	if kill {
 		done = make(chan struct{})
@@ -305,7 +311,7 @@ func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) 
 		// The write landed; the manager dies before it hears so.
 		onKill()
 		p.mu.Lock()
-		p.killing, p.killAt = nil, 0
+		p.killing, p.killMatch = nil, nil
 		p.mu.Unlock()
 		close(done)
 		panic(http.ErrAbortHandler)
@@ -403,6 +409,12 @@ func (p *Proxy) serveWatch(w http.ResponseWriter, r *http.Request, st recorded) 
 		defer close(events)
 		for _, raw := range st.events {
 			events <- parse(raw)
+		}
+		if st.events != nil {
+			p.mu.Lock()
+			hold := p.staleHold
+			p.mu.Unlock()
+			time.Sleep(hold)
 		}
 		dec := json.NewDecoder(resp.Body)
 		var initial []json.RawMessage

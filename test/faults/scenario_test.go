@@ -42,12 +42,16 @@ type scenario struct {
 }
 
 func newScenario(h *harness, n int) *scenario {
-	s := &scenario{h: h, ns: fmt.Sprintf("faults-%d", n), gb: fmt.Sprintf("gb%d", n), started: time.Now()}
+	s := &scenario{h: h, ns: trialNamespace(n), gb: trialGuestbook(n), started: time.Now()}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
 		h.t.Fatal(err)
 	}
 	return s
 }
+
+func trialNamespace(n int) string { return fmt.Sprintf("faults-%d", n) }
+
+func trialGuestbook(n int) string { return fmt.Sprintf("gb%d", n) }
 
 // step is one user action: do is retried until the API server accepts it
 // (the webhooks fail while no manager serves them), then converged is

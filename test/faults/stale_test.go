@@ -35,6 +35,7 @@ func TestStaleAndDroppedEvents(t *testing.T) {
 		{"bursts within 500ms coalesced to the last event of each object", fault{perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
 		{"restart during the failover from lists of before the edit", fault{recordAt: 4, staleRestart: 7}},
 		{"restart during the config change from lists of before the failover", fault{recordAt: 7, staleRestart: 10}},
+		{"the same, informers held 3s on the old lists", fault{recordAt: 7, staleRestart: 10, staleHold: 3 * time.Second}},
 		{"stale restart with coalesced events", fault{recordAt: 4, staleRestart: 10, perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
 	}
 	var table strings.Builder
