@@ -4,12 +4,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/example/myoperator/internal/app"
@@ -86,12 +89,30 @@ func run() error {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.UserAgent = "myoperator"
+	ctx := ctrl.SetupSignalHandler()
+	// Restarted while the API server is away (the kubelet restarts a
+	// leader that gave up its Lease in an outage at once), wait for it
+	// rather than exit into CrashLoopBackOff: building the manager needs
+	// discovery.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		if _, err := dc.ServerVersion(); err != nil {
+			log.Info("waiting for the API server", "error", err.Error())
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
 	mgr, err := app.New(cfg, o)
 	if err != nil {
 		return err
 	}
 	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func envOr(name, fallback string) string {
