@@ -393,10 +393,11 @@ func (s *scenario) collectGarbage() string {
 	return ""
 }
 
-// settle waits until the final state equals want (or, with want nil, is
-// the same twice 2 s apart) and returns it with what differs.
-func (s *scenario) settle(want []string) ([]string, string) {
-	deadline := time.Now().Add(stepTimeout)
+// settle waits, at most timeout, until the final state equals want (or,
+// with want nil, is the same twice 2 s apart) and returns it with what
+// differs.
+func (s *scenario) settle(want []string, timeout time.Duration) ([]string, string) {
+	deadline := time.Now().Add(timeout)
 	var last []string
 	for {
 		got, err := s.snapshot()
