@@ -250,7 +250,12 @@ func (h *harness) trial(n int, f fault, want []string) result {
 		if f.staleRestart == i+1 {
 			accepted = func() {
 				served := h.proxy.ServeStale(f.staleHold)
-				h.t.Logf("trial %d: SIGKILL after the action of step %d (%s); %d recorded lists answer the fresh manager", n, i+1, step.name, served)
+				// The API server's resourceVersion now, to compare with the
+				// recorded lists' (logged by the proxy).
+				now := &corev1.ConfigMapList{}
+				_ = h.c.List(h.ctx, now, client.InNamespace(operandNS), client.Limit(1))
+				h.t.Logf("trial %d: SIGKILL after the action of step %d (%s); %d recorded lists answer the fresh manager; the API server is at resourceVersion %s",
+					n, i+1, step.name, served, now.ResourceVersion)
 				h.killNow()
 			}
 		}
