@@ -181,6 +181,17 @@ fuzz-e2e: k8s-binaries ## Random user actions against the operator checked again
 	go test -count=1 -exec /bin/true ./test/modelcheck/ >/dev/null  # compile outside the namespace, run nothing
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
 
+.PHONY: test-crash-points
+test-crash-points: k8s-binaries ## The write-point table (issue 14): the manager SIGKILLed right after each of its writes in turn, then a fresh one; the final state must equal the fault-free run's (about 14 min; make test runs 8 points).
+	go test -count=1 -exec /bin/true ./test/faults/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
+
+.PHONY: test-faults-long
+test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 objects that are not the operator's against its memory and requests (about 3.5 min), and 20 trials of the paused-leader fence (about 4 min).
+	go test -count=1 -exec /bin/true ./test/clusterfaults/ ./internal/app/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run TestForeignObjectsMemory
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced
+
 .PHONY: test-k8s-oldest
 test-k8s-oldest: ## make test on the oldest supported Kubernetes: KUBE_OLDEST_VERSION's etcd and kube-apiserver, built into bin/k8s/<version>.
 	@# The same recipe with the other version: its binaries are built outside
