@@ -72,18 +72,13 @@ type Quiet struct {
 // QuietCreates creates warm Drinks, then n more, one at a time, and times
 // the n.
 func QuietCreates(ctx context.Context, cp *ControlPlane, m *Manager, ns string, warm, n int) (Quiet, error) {
-	create := func(ctx context.Context, i int) error { return cp.Client.Create(ctx, newDrink(ns, i)) }
-	if load := runWorkers(ctx, 1, upTo(warm), create); load.FirstErr != nil {
-		return Quiet{}, load.FirstErr
-	}
-	before, err := takeSnapshot(ctx, cp, m)
+	var before snapshot
+	load, err := warmThenTime(ctx, cp, ns, warm, n, func() (err error) {
+		before, err = takeSnapshot(ctx, cp, m)
+		return err
+	})
 	if err != nil {
 		return Quiet{}, err
-	}
-	next := upTo(n)
-	load := runWorkers(ctx, 1, func() (int, bool) { i, ok := next(); return warm + i, ok }, create)
-	if load.FirstErr != nil {
-		return Quiet{}, load.FirstErr
 	}
 	after, err := takeSnapshot(ctx, cp, m)
 	if err != nil {
@@ -91,6 +86,21 @@ func QuietCreates(ctx context.Context, cp *ControlPlane, m *Manager, ns string, 
 	}
 	lat := seconds(load.Latencies)
 	return Quiet{Admission: before.until(after).Admission, CreateP50: Percentile(lat, 50), CreateP99: Percentile(lat, 99)}, nil
+}
+
+// warmThenTime creates warm Drinks one at a time, calls mark, then creates
+// n more one at a time and returns their timings.
+func warmThenTime(ctx context.Context, cp *ControlPlane, ns string, warm, n int, mark func() error) (Load, error) {
+	create := func(ctx context.Context, i int) error { return cp.Client.Create(ctx, newDrink(ns, i)) }
+	if load := runWorkers(ctx, 1, upTo(warm), create); load.FirstErr != nil {
+		return Load{}, load.FirstErr
+	}
+	if err := mark(); err != nil {
+		return Load{}, err
+	}
+	next := upTo(n)
+	load := runWorkers(ctx, 1, func() (int, bool) { i, ok := next(); return warm + i, ok }, create)
+	return load, load.FirstErr
 }
 
 // writeAsOperator is one Drink's share of the baseline.

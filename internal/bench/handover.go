@@ -26,6 +26,13 @@ type HandoverResult struct {
 	ReleasedSeconds float64
 	// ExitCode of the old leader (-1 when killed).
 	ExitCode int
+	// AllReconciledSeconds: the new leader has finished a reconcile per
+	// Drink (the N and the probe) and its queue is empty. Writes are the
+	// API server's from the signal until then plus settle (Leases left
+	// out), the bench's probe create and the probe's own ConfigMap and
+	// status included.
+	AllReconciledSeconds float64 `json:",omitempty"`
+	Writes               Writes  `json:",omitempty"`
 }
 
 // Handover runs two replicas with leader election and signals the leader.
@@ -33,7 +40,7 @@ type HandoverResult struct {
 // call, so that the follower (on config/local's port) keeps serving the
 // webhooks that the probe Drink's create needs; the measured time is then
 // the operator's, not a missing webhook's.
-func Handover(ctx context.Context, cp *ControlPlane, opts ManagerOptions, ns string, sig syscall.Signal) (HandoverResult, error) {
+func Handover(ctx context.Context, cp *ControlPlane, opts ManagerOptions, ns string, n int, sig syscall.Signal) (HandoverResult, error) {
 	leaderOpts := opts
 	leaderOpts.WebhookPort, leaderOpts.MetricsPort, leaderOpts.ProbePort, leaderOpts.PprofPort = WebhookPort+1, opts.MetricsPort+10, opts.ProbePort+10, 0
 	leader, err := startReplica(ctx, leaderOpts, sig, "leader")
@@ -51,6 +58,10 @@ func Handover(ctx context.Context, cp *ControlPlane, opts ManagerOptions, ns str
 	}
 	defer follower.Stop()
 
+	before, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return HandoverResult{}, err
+	}
 	signalled := time.Now()
 	if err := leader.Signal(sig); err != nil {
 		return HandoverResult{}, err
@@ -84,6 +95,26 @@ func Handover(ctx context.Context, cp *ControlPlane, opts ManagerOptions, ns str
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The follower's own counters start at its start: every reconcile it
+	// counts was made as the leader.
+	err = poll(ctx, deadline, 100*time.Millisecond, func() (bool, error) {
+		mm, err := follower.Metrics(ctx)
+		if err != nil {
+			return false, nil
+		}
+		p := progressOf(mm)
+		return p.Reconciles >= float64(n+1) && p.Depth == 0 && p.Active == 0, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("the new leader reconciling all %d Drinks: %w", n+1, err)
+	}
+	res.AllReconciledSeconds = time.Since(signalled).Seconds()
+	time.Sleep(settle)
+	after, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Writes = writesOf(after).Minus(writesOf(before))
 	var exit *exec.ExitError
 	switch err := leader.Wait(45 * time.Second); {
 	case err == nil:

@@ -31,7 +31,14 @@ var (
 	targetList      = &target{1.5, "<= 1.5"}
 	targetAdmission = &target{10, "<= 10"}
 	targetHandover  = &target{3, "<= 3"}
+	targetNoWrites  = &target{0, "0"}
+	targetProbe     = &target{2, "<= 2"}
+	targetTailDiff  = &target{5, "<= 5"}
 )
+
+// probeWrites are the writes one probe Drink costs: the bench's create,
+// the operator's ConfigMap create and status patch.
+const probeWrites = 3
 
 func formatCount(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
@@ -105,6 +112,29 @@ func rowsFor(recs []Record) []row {
 		{"SIGTERM of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Term.ReconcileSeconds }), targetHandover},
 		{"SIGKILL of the leader: new leader holds the Lease", "s", per(func(r Record) float64 { return r.Kill.LeaseSeconds }), nil},
 		{"SIGKILL of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Kill.ReconcileSeconds }), nil},
+		{"SIGKILL of the leader: new leader reconciled every Drink, queue empty", "s", per(func(r Record) float64 { return r.Kill.AllReconciledSeconds }), nil},
+		{"SIGKILL of the leader: Drink and ConfigMap writes beyond the probe's 3", "", per(func(r Record) float64 { return operandWrites(r.Kill.Writes) - probeWrites }), targetNoWrites},
+		{"restart on N converged Drinks: ready (caches synced)", "s", per(func(r Record) float64 { return r.Restart.ReadySeconds }), nil},
+		{"restart: holds the Lease", "s", per(func(r Record) float64 { return r.Restart.LeaderSeconds }), nil},
+		{"restart: every Drink reconciled once", "s", per(func(r Record) float64 { return r.Restart.ReconciledSeconds }), nil},
+		{"restart: queue drained", "s", per(func(r Record) float64 { return r.Restart.DrainedSeconds }), nil},
+		{"restart: Drink and ConfigMap writes", "", per(func(r Record) float64 { return operandWrites(r.Restart.Writes) }), targetNoWrites},
+		{"restart: all writes but Leases", "", per(func(r Record) float64 { return r.Restart.Writes.Total() }), nil},
+		{"edit to Unmanaged: every Drink revisited, queue drained", "s", per(func(r Record) float64 { return r.Edit.UnmanagedSeconds }), nil},
+		{"edit to Unmanaged: Drink and ConfigMap writes (N status patches by design)", "", per(func(r Record) float64 { return operandWrites(r.Edit.UnmanagedWrites) }), nil},
+		{"edit back to Managed: every Drink revisited, queue drained", "s", per(func(r Record) float64 { return r.Edit.DrainSeconds }), nil},
+		{"edit back to Managed: Drink and ConfigMap writes beyond N status patches and the probe's 3", "", per(func(r Record) float64 {
+			return operandWrites(r.Edit.ManagedWrites) - float64(r.N) - probeWrites
+		}), targetNoWrites},
+		{"edit back to Managed: a Drink created right after it, time to Ready", "s", per(func(r Record) float64 { return r.Edit.ProbeReadySeconds }), targetProbe},
+		{"Drink create p50, one at a time, 1000 creates, with webhooks (client, exact)", "ms", per(func(r Record) float64 { return r.Tail.Hooks.P50 * 1e3 }), nil},
+		{"Drink create p50, the same without admission webhooks", "ms", per(func(r Record) float64 { return r.Tail.NoHooks.P50 * 1e3 }), nil},
+		{"Drink create p99, with webhooks (client, exact)", "ms", per(func(r Record) float64 { return r.Tail.Hooks.P99 * 1e3 }), nil},
+		{"Drink create p99, without admission webhooks", "ms", per(func(r Record) float64 { return r.Tail.NoHooks.P99 * 1e3 }), nil},
+		{"webhooks add at p99 (difference of the two p99s)", "ms", per(func(r Record) float64 { return (r.Tail.Hooks.P99 - r.Tail.NoHooks.P99) * 1e3 }), targetTailDiff},
+		{"admission webhook calls per create, with webhooks (API server)", "", per(func(r Record) float64 { return r.Tail.Hooks.AdmissionCalls }), nil},
+		{"conversion webhook calls per create, with webhooks (API server)", "", per(func(r Record) float64 { return r.Tail.Hooks.ConversionCalls }), nil},
+		{"conversion webhook calls per create, without admission webhooks", "", per(func(r Record) float64 { return r.Tail.NoHooks.ConversionCalls }), nil},
 	}
 }
 
@@ -150,6 +180,8 @@ func reportN(w io.Writer, recs []Record) {
 	for i, r := range recs {
 		ops := r.Op.Metrics.Writes
 		fmt.Fprintf(w, "- run %d, %s: during T_op: %s; in the window after: %s\n", i+1, r.Date, ops, r.Steady)
+		fmt.Fprintf(w, "  restart: %s; to Unmanaged: %s; back to Managed (with the probe): %s; SIGKILL handover (with the probe): %s\n",
+			r.Restart.Writes, r.Edit.UnmanagedWrites, r.Edit.ManagedWrites, r.Kill.Writes)
 	}
 }
 

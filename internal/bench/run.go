@@ -58,6 +58,12 @@ type Record struct {
 	Memory0, MemoryN Memory
 	Lists            Lists
 	Term, Kill       HandoverResult
+	// Restart of the manager on N converged Drinks, the OperatorConfig
+	// edit that revisits all of them, and the exact admission tail
+	// (baseline control plane, N Drinks present).
+	Restart RestartResult `json:",omitempty"`
+	Edit    EditResult    `json:",omitempty"`
+	Tail    Tail          `json:",omitempty"`
 }
 
 // SweepPoint is the operator's convergence at one reconcile concurrency.
@@ -68,6 +74,10 @@ type SweepPoint struct {
 }
 
 const drinkNS = "drinks"
+
+// tailCreates is how many Drinks the admission tail creates one at a time,
+// with and without the webhooks.
+const tailCreates = 1000
 
 // Run measures everything once for cfg.N. Each part that must not see
 // another's objects gets a fresh control plane.
@@ -197,8 +207,15 @@ func runBaseline(ctx context.Context, cfg Config, rec *Record) error {
 		if err := cp.CreateNamespace(ctx, "quiet"); err != nil {
 			return err
 		}
-		rec.Quiet, err = QuietCreates(ctx, cp, m, "quiet", 20, 300)
-		return err
+		if rec.Quiet, err = QuietCreates(ctx, cp, m, "quiet", 20, 300); err != nil {
+			return err
+		}
+		if rec.Tail, err = AdmissionTail(ctx, cp, "tail-hooks", "tail-none", 20, tailCreates); err != nil {
+			return fmt.Errorf("admission tail: %w", err)
+		}
+		cfg.Logf("N=%d admission tail: create p99 %.1fms with webhooks, %.1fms without; %.2f conversion calls per create",
+			cfg.N, rec.Tail.Hooks.P99*1e3, rec.Tail.NoHooks.P99*1e3, rec.Tail.Hooks.ConversionCalls)
+		return nil
 	})
 }
 
@@ -247,10 +264,26 @@ func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, 
 	}
 	m.Stop()
 	opts := managerOptions(cfg, cp, dir, rec.BestK, true)
-	if rec.Term, err = Handover(ctx, cp, opts, drinkNS, syscall.SIGTERM); err != nil {
+	restartOpts := opts
+	restartOpts.LogFile = filepath.Join(dir, "restart.log")
+	m2, restart, err := Restart(ctx, cp, restartOpts, cfg.N, 20*time.Minute)
+	if err != nil {
 		return err
 	}
-	if rec.Kill, err = Handover(ctx, cp, opts, drinkNS, syscall.SIGKILL); err != nil {
+	rec.Restart = restart
+	cfg.Logf("N=%d restart: ready %.1fs, leader %.1fs, all reconciled %.1fs; writes %s", cfg.N, restart.ReadySeconds, restart.LeaderSeconds, restart.ReconciledSeconds, restart.Writes)
+	rec.Edit, err = Edit(ctx, cp, m2, drinkNS, cfg.N, 20*time.Minute)
+	m2.Stop()
+	if err != nil {
+		return fmt.Errorf("OperatorConfig edit: %w", err)
+	}
+	cfg.Logf("N=%d edit: Managed drained in %.1fs, probe Ready %.2fs; writes %s", cfg.N, rec.Edit.DrainSeconds, rec.Edit.ProbeReadySeconds, rec.Edit.ManagedWrites)
+	// The edit's probe is one more Drink.
+	n := cfg.N + 1
+	if rec.Term, err = Handover(ctx, cp, opts, drinkNS, n, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if rec.Kill, err = Handover(ctx, cp, opts, drinkNS, n+1, syscall.SIGKILL); err != nil {
 		return err
 	}
 	cfg.Logf("N=%d handover: SIGTERM %.1fs, SIGKILL %.1fs", cfg.N, rec.Term.ReconcileSeconds, rec.Kill.ReconcileSeconds)
