@@ -118,11 +118,13 @@ func rowsFor(recs []Record) []row {
 		{"restart: holds the Lease", "s", per(func(r Record) float64 { return r.Restart.LeaderSeconds }), nil},
 		{"restart: every Drink reconciled once", "s", per(func(r Record) float64 { return r.Restart.ReconciledSeconds }), nil},
 		{"restart: queue drained", "s", per(func(r Record) float64 { return r.Restart.DrainedSeconds }), nil},
+		{"restart: reconciles until drained", "", per(func(r Record) float64 { return r.Restart.Reconciles }), nil},
 		{"restart: Drink and ConfigMap writes", "", per(func(r Record) float64 { return operandWrites(r.Restart.Writes) }), targetNoWrites},
 		{"restart: all writes but Leases", "", per(func(r Record) float64 { return r.Restart.Writes.Total() }), nil},
 		{"edit to Unmanaged: every Drink revisited, queue drained", "s", per(func(r Record) float64 { return r.Edit.UnmanagedSeconds }), nil},
 		{"edit to Unmanaged: Drink and ConfigMap writes (N status patches by design)", "", per(func(r Record) float64 { return operandWrites(r.Edit.UnmanagedWrites) }), nil},
 		{"edit back to Managed: every Drink revisited, queue drained", "s", per(func(r Record) float64 { return r.Edit.DrainSeconds }), nil},
+		{"edit back to Managed: reconciles until drained", "", per(func(r Record) float64 { return r.Edit.ManagedReconciles }), nil},
 		{"edit back to Managed: Drink and ConfigMap writes beyond N status patches and the probe's 3", "", per(func(r Record) float64 {
 			return operandWrites(r.Edit.ManagedWrites) - float64(r.N) - probeWrites
 		}), targetNoWrites},

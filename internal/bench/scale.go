@@ -64,6 +64,8 @@ type RestartResult struct {
 	ReadySeconds, LeaderSeconds, ReconciledSeconds, DrainedSeconds float64
 	// Writes from the start until drained plus settle (Leases left out).
 	Writes Writes
+	// Reconciles the Drink controller finished until drained.
+	Reconciles float64
 }
 
 // settle is how long writes are still counted after a queue drained, for
@@ -107,7 +109,7 @@ func Restart(ctx context.Context, cp *ControlPlane, opts ManagerOptions, n int, 
 			res.ReconciledSeconds = since()
 		}
 		if res.ReconciledSeconds > 0 && res.LeaderSeconds > 0 && res.ReadySeconds > 0 && p.Depth == 0 && p.Active == 0 {
-			res.DrainedSeconds = since()
+			res.DrainedSeconds, res.Reconciles = since(), p.Reconciles
 			return true, nil
 		}
 		return false, nil
@@ -150,13 +152,15 @@ type EditResult struct {
 	// Unmanaged: from the patch to Unmanaged until N reconciles and an
 	// empty queue; every Drink's status then says Unmanaged (N writes by
 	// design: DESIGN.md, "says so in status").
-	UnmanagedSeconds float64
-	UnmanagedWrites  Writes
+	UnmanagedSeconds    float64
+	UnmanagedWrites     Writes
+	UnmanagedReconciles float64
 	// Managed: from the patch back to Managed until N+1 reconciles (the
 	// probe's too) and an empty queue; writes until then plus settle,
 	// including the bench's own (the patch, the probe's create).
-	DrainSeconds  float64
-	ManagedWrites Writes
+	DrainSeconds      float64
+	ManagedWrites     Writes
+	ManagedReconciles float64
 	// ProbeReadySeconds: a Drink created right after the patch to Managed,
 	// from its create until Ready at its generation.
 	ProbeReadySeconds float64
@@ -167,11 +171,11 @@ type EditResult struct {
 // probe is queued with N revisits. m must lead (Restart's manager).
 func Edit(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n int, timeout time.Duration) (EditResult, error) {
 	var res EditResult
-	secs, w, err := editAndDrain(ctx, cp, m, operatorv1alpha1.Unmanaged, n, timeout, nil)
+	d, err := editAndDrain(ctx, cp, m, operatorv1alpha1.Unmanaged, n, timeout, nil)
 	if err != nil {
 		return res, fmt.Errorf("to Unmanaged: %w", err)
 	}
-	res.UnmanagedSeconds, res.UnmanagedWrites = secs, w
+	res.UnmanagedSeconds, res.UnmanagedWrites, res.UnmanagedReconciles = d.seconds, d.writes, d.reconciles
 	probe := newDrink(ns, 0)
 	probe.Name = "edit-probe"
 	var created time.Time
@@ -192,7 +196,7 @@ func Edit(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n int, t
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
-	secs, w, err = editAndDrain(ctx, cp, m, operatorv1alpha1.Managed, n+1, timeout, func() error {
+	d, err = editAndDrain(ctx, cp, m, operatorv1alpha1.Managed, n+1, timeout, func() error {
 		if err := afterPatch(); err != nil {
 			return err
 		}
@@ -202,7 +206,7 @@ func Edit(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n int, t
 	if err != nil {
 		return res, fmt.Errorf("back to Managed: %w", err)
 	}
-	res.DrainSeconds, res.ManagedWrites = secs, w
+	res.DrainSeconds, res.ManagedWrites, res.ManagedReconciles = d.seconds, d.writes, d.reconciles
 	select {
 	case <-done:
 	case <-time.After(timeout):
@@ -218,14 +222,14 @@ func Edit(ctx context.Context, cp *ControlPlane, m *Manager, ns string, n int, t
 // (if any) right after, and waits until the Drink controller has finished
 // at least want more reconciles and its queue is empty on two scrapes in a
 // row (a status patch requeues its Drink once more).
-func editAndDrain(ctx context.Context, cp *ControlPlane, m *Manager, state operatorv1alpha1.ManagementState, want int, timeout time.Duration, then func() error) (float64, Writes, error) {
+func editAndDrain(ctx context.Context, cp *ControlPlane, m *Manager, state operatorv1alpha1.ManagementState, want int, timeout time.Duration, then func() error) (drain, error) {
 	before, err := cp.APIMetrics(ctx)
 	if err != nil {
-		return 0, nil, err
+		return drain{}, err
 	}
 	mm, err := m.Metrics(ctx)
 	if err != nil {
-		return 0, nil, err
+		return drain{}, err
 	}
 	start := progressOf(mm)
 	patch := fmt.Sprintf(`{"spec":{"managementState":%q}}`, state)
@@ -233,14 +237,14 @@ func editAndDrain(ctx context.Context, cp *ControlPlane, m *Manager, state opera
 	cfg.Name = operatorv1alpha1.SingletonName
 	t0 := time.Now()
 	if err := cp.Client.Patch(ctx, cfg, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		return 0, nil, fmt.Errorf("patching the OperatorConfig: %w", err)
+		return drain{}, fmt.Errorf("patching the OperatorConfig: %w", err)
 	}
 	if then != nil {
 		if err := then(); err != nil {
-			return 0, nil, err
+			return drain{}, err
 		}
 	}
-	var drained float64
+	var d drain
 	empty := 0
 	err = poll(ctx, t0.Add(timeout), 100*time.Millisecond, func() (bool, error) {
 		mm, err := m.Metrics(ctx)
@@ -253,18 +257,26 @@ func editAndDrain(ctx context.Context, cp *ControlPlane, m *Manager, state opera
 			return false, nil
 		}
 		if empty == 0 {
-			drained = time.Since(t0).Seconds()
+			d.seconds, d.reconciles = time.Since(t0).Seconds(), p.Reconciles-start.Reconciles
 		}
 		empty++
 		return empty >= 2, nil
 	})
 	if err != nil {
-		return 0, nil, err
+		return drain{}, err
 	}
 	time.Sleep(settle)
 	after, err := cp.APIMetrics(ctx)
 	if err != nil {
-		return 0, nil, err
+		return drain{}, err
 	}
-	return drained, writesOf(after).Minus(writesOf(before)), nil
+	d.writes = writesOf(after).Minus(writesOf(before))
+	return d, nil
+}
+
+// drain is how long the Drink controller took to empty its queue after an
+// edit, with what it reconciled and what was written meanwhile.
+type drain struct {
+	seconds, reconciles float64
+	writes              Writes
 }
