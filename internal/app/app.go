@@ -133,7 +133,7 @@ type Options struct {
 	// PodName is the manager's pod (POD_NAME, from the downward API). When
 	// set, the Lease holder identity is <PodName>_<uuid> rather than
 	// controller-runtime's <hostname>_<uuid>: the fencing policy
-	// (config/manager/fencing.yaml) admits the leader's writes only when the
+	// (config/leader-fence) admits the leader's writes only when the
 	// holder starts with the pod name of the request's bound token, and the
 	// hostname is the pod name only when the pod sets no other.
 	PodName string

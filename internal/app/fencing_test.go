@@ -72,7 +72,7 @@ type fenceTrial struct {
 // the Lease, then resumed: it has reconciles in flight and writes until it
 // sees the Lease lost and exits (client-go's leader election does not
 // fence). The API server's audit log gives the time of the takeover and
-// every write of the paused pod after it. Without config/manager's fencing
+// every write of the paused pod after it. Without config/leader-fence's fencing
 // policy some are admitted; with it every one is denied, and the new
 // leader still converges every Drink (the fence does not stop the holder).
 //
@@ -209,12 +209,12 @@ func podKubeconfig(ctx context.Context, t *testing.T, cs kubernetes.Interface, c
 	return path
 }
 
-// installFence installs config/manager's policy and binding and waits until
+// installFence installs config/leader-fence's policy and binding and waits until
 // the API server enforces it: a write of a pod that holds no Lease (none
 // exists yet) is denied, an administrator's is not.
 func installFence(ctx context.Context, t *testing.T, admin client.Client, cs kubernetes.Interface, kubeconfig string) {
 	t.Helper()
-	objs, err := manifests.Render("config/manager")
+	objs, err := manifests.RenderWithComponents("config/default", "config/leader-fence")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func installFence(ctx context.Context, t *testing.T, admin client.Client, cs kub
 		}
 	}
 	if policies != 2 {
-		t.Fatalf("config/manager renders %d ValidatingAdmissionPolicy objects, want the policy and its binding", policies)
+		t.Fatalf("config/leader-fence renders %d ValidatingAdmissionPolicy objects, want the policy and its binding", policies)
 	}
 	podCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

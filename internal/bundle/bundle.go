@@ -92,14 +92,13 @@ func Generate(dir string, o Options) error {
 		files[filepath.Join("manifests", PDBFile(pdb.GetName()))] = pdb.Object
 	}
 	// config/manager's FlowSchema (its Lease renewals on the API server's
-	// leader-election priority level) and its fencing
-	// ValidatingAdmissionPolicy and binding (fencing.yaml: no write from a
-	// replica that lost the Lease) are left out: OLM installs from a
+	// leader-election priority level) is left out, as the optional fence
+	// (config/leader-fence) would be: OLM installs from a
 	// bundle only the CSV, CRDs and the kinds it knows (RBAC,
 	// ServiceAccount, Service, Secret, ConfigMap, PodDisruptionBudget,
 	// PriorityClass, VerticalPodAutoscaler, PrometheusRule, ServiceMonitor
 	// and console kinds), and an install plan with another kind fails. An
-	// admin who installs through OLM applies them apart (README).
+	// admin who installs through OLM applies it apart (README).
 
 	// The rights on Guestbook operands are granted per namespace by binding
 	// this ClusterRole there; the bundle ships the role, and an admin (or

@@ -22,10 +22,10 @@ var olmKinds = map[string]bool{
 }
 
 // TestBundleKindsOLMInstalls: every manifest of bundle/ is of a kind OLM
-// installs. config/default's FlowSchema (config/manager/flowschema.yaml) and
-// ValidatingAdmissionPolicy and binding (config/manager/fencing.yaml) are
-// not: the bundle leaves them out, and an admin who installs through OLM
-// applies them apart.
+// installs. config/default's FlowSchema (config/manager/flowschema.yaml) is
+// not (nor is the optional config/leader-fence's ValidatingAdmissionPolicy):
+// the bundle leaves it out, and an admin who installs through OLM applies
+// it apart.
 func TestBundleKindsOLMInstalls(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
