@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -123,7 +122,7 @@ func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&drinksv1.Drink{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &drinksv1.DrinkList{}))).
+		Watches(&operatorv1alpha1.OperatorConfig{}, revisitAll(r.Client, &drinksv1.DrinkList{})).
 		WithOptions(opts).
 		Complete(&instrumented{controller: "drink", newObject: func() client.Object { return &drinksv1.Drink{} },
 			reader: mgr.GetClient(), recorder: r.Recorder, inner: r})

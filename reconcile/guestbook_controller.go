@@ -151,7 +151,7 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&webappv1.Guestbook{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&operatorv1alpha1.OperatorConfig{}, handler.EnqueueRequestsFromMapFunc(enqueueAll(r.Client, &webappv1.GuestbookList{}))).
+		Watches(&operatorv1alpha1.OperatorConfig{}, revisitAll(r.Client, &webappv1.GuestbookList{})).
 		WithOptions(opts).
 		Build(&instrumented{controller: "guestbook", newObject: func() client.Object { return &webappv1.Guestbook{} },
 			reader: mgr.GetClient(), recorder: r.Recorder, inner: r})

@@ -7,8 +7,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 )
 
@@ -51,5 +55,39 @@ func enqueueAll(c client.Client, list client.ObjectList) handler.MapFunc {
 			return nil
 		})
 		return reqs
+	}
+}
+
+// revisitAll is enqueueAll as an event handler that queues the revisits at
+// controller-runtime's low priority (its priority queue is on by default),
+// as it does for the objects of an informer's initial list: after an
+// OperatorConfig edit a Drink created or changed meanwhile is queued at the
+// normal priority and goes before the revisit of every other one instead
+// of waiting behind all of them (issue 15: 2.8 s to Ready behind 1,000).
+func revisitAll(c client.Client, list client.ObjectList) handler.EventHandler {
+	all := enqueueAll(c, list)
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		reqs := all(ctx, o)
+		if pq, ok := q.(priorityqueue.PriorityQueue[ctrl.Request]); ok {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, reqs...)
+			return
+		}
+		for _, r := range reqs {
+			q.Add(r)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			add(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			add(ctx, e.Object, q)
+		},
 	}
 }
