@@ -79,7 +79,7 @@ func rowsFor(recs []Record) []row {
 		return out
 	}
 	const mib, kib = 1 << 20, 1 << 10
-	return []row{
+	rows := []row{
 		{"ceiling C: ConfigMap creates/s at the best W", "1/s", per(func(r Record) float64 { return r.Best.Rate }), nil},
 		{"best W (workers)", "", per(func(r Record) float64 { return float64(r.Best.Workers) }), nil},
 		{"T_base: plain client, the operator's writes", "s", per(func(r Record) float64 { return r.Base.Seconds }), nil},
@@ -118,6 +118,18 @@ func rowsFor(recs []Record) []row {
 		{"SIGTERM of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Term.ReconcileSeconds }), targetHandover},
 		{"SIGKILL of the leader: new leader holds the Lease", "s", per(func(r Record) float64 { return r.Kill.LeaseSeconds }), nil},
 		{"SIGKILL of the leader: new leader reconciles", "s", per(func(r Record) float64 { return r.Kill.ReconcileSeconds }), nil},
+	}
+	// Records made before issue 15's measures have none of them.
+	if recs[0].Restart.Reconciles > 0 {
+		rows = append(rows, scaleRows(recs[0].N, per)...)
+	}
+	return rows
+}
+
+// scaleRows are issue 15's measures: the SIGKILL handover's full revisit,
+// the restart, the OperatorConfig edit and the admission tail.
+func scaleRows(n int, per func(func(Record) float64) []float64) []row {
+	return []row{
 		{"SIGKILL of the leader: new leader reconciled every Drink, queue empty", "s", per(func(r Record) float64 { return r.Kill.AllReconciledSeconds }), nil},
 		{"SIGKILL of the leader: Drink and ConfigMap writes beyond the probe's 3", "", per(func(r Record) float64 { return operandWrites(r.Kill.Writes) - probeWrites }), targetNoWrites},
 		{"restart on N converged Drinks: ready (caches synced)", "s", per(func(r Record) float64 { return r.Restart.ReadySeconds }), nil},
@@ -132,7 +144,7 @@ func rowsFor(recs []Record) []row {
 		{"edit back to Managed: every Drink revisited, queue drained", "s", per(func(r Record) float64 { return r.Edit.DrainSeconds }), nil},
 		{"edit back to Managed: reconciles until drained", "", per(func(r Record) float64 { return r.Edit.ManagedReconciles }), nil},
 		{"edit back to Managed: Drink and ConfigMap writes beyond N status patches, the probe's 3 and the config record's 1", "", per(func(r Record) float64 {
-			return operandWrites(r.Edit.ManagedWrites) - float64(r.N) - probeWrites - recordWrites
+			return operandWrites(r.Edit.ManagedWrites) - float64(n) - probeWrites - recordWrites
 		}), targetNoWrites},
 		{"edit back to Managed: a Drink created right after it, time to Ready", "s", per(func(r Record) float64 { return r.Edit.ProbeReadySeconds }), targetProbe},
 		{"Drink create p50, one at a time, 1000 creates, with webhooks (client, exact)", "ms", per(func(r Record) float64 { return r.Tail.Hooks.P50 * 1e3 }), nil},
@@ -188,8 +200,10 @@ func reportN(w io.Writer, recs []Record) {
 	for i, r := range recs {
 		ops := r.Op.Metrics.Writes
 		fmt.Fprintf(w, "- run %d, %s: during T_op: %s; in the window after: %s\n", i+1, r.Date, ops, r.Steady)
-		fmt.Fprintf(w, "  restart: %s; to Unmanaged: %s; back to Managed (with the probe): %s; SIGKILL handover (with the probe): %s\n",
-			r.Restart.Writes, r.Edit.UnmanagedWrites, r.Edit.ManagedWrites, r.Kill.Writes)
+		if r.Restart.Reconciles > 0 {
+			fmt.Fprintf(w, "  restart: %s; to Unmanaged: %s; back to Managed (with the probe): %s; SIGKILL handover (with the probe): %s\n",
+				r.Restart.Writes, r.Edit.UnmanagedWrites, r.Edit.ManagedWrites, r.Kill.Writes)
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A scrape of a manager whose priority queue holds Drinks at two
 // priorities, with the Guestbook controller's series that must not count.
@@ -58,6 +61,25 @@ func TestOperandWrites(t *testing.T) {
 		t.Logf("%s: %v -> %v", tc.name, tc.w, got)
 		if got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestReportScaleRows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rec  Record
+		want bool
+	}{
+		{"a record made before issue 15's measures", Record{N: 1000}, false},
+		{"a record with them", Record{N: 1000, Restart: RestartResult{Reconciles: 1000}}, true},
+	} {
+		var b strings.Builder
+		Report(&b, []Record{tc.rec})
+		got := strings.Contains(b.String(), "restart: Drink and ConfigMap writes")
+		t.Logf("%s: restart row printed %v", tc.name, got)
+		if got != tc.want {
+			t.Errorf("%s: restart row printed %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
