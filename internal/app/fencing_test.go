@@ -163,17 +163,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 // buildManager builds the manager binary (main.go) into a temporary folder.
 func buildManager(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.ManagerBinary(t, "")
 }
 
 // podKubeconfig creates the Pod object of a replica (no kubelet runs it)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -38,4 +41,29 @@ func StartManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		}
 	}()
 	return WaitForWebhookServer(ctx, mgr, 30*time.Second)
+}
+
+// ManagerBinary builds the manager binary from the repository into a
+// temporary folder of t and returns its path, or returns $override when
+// that is set (another build, for example one with a planted bug, to see
+// a test fail).
+func ManagerBinary(t testing.TB, override string) string {
+	t.Helper()
+	if override != "" {
+		if bin := os.Getenv(override); bin != "" {
+			t.Logf("manager binary from $%s: %s", override, bin)
+			return bin
+		}
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

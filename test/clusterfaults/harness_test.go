@@ -2,8 +2,6 @@ package clusterfaults
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -39,17 +37,7 @@ func startPlane(ctx context.Context, t *testing.T, po bench.PlaneOptions, leader
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := os.Getenv(managerBinaryEnv)
-	if bin == "" {
-		bin = filepath.Join(dir, "manager")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	} else {
-		t.Logf("manager binary from $%s: %s", managerBinaryEnv, bin)
-	}
+	bin := testenv.ManagerBinary(t, managerBinaryEnv)
 	cp, err := bench.StartControlPlaneWith(ctx, root, dir, po)
 	if err != nil {
 		t.Fatal(err)

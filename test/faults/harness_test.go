@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -64,24 +63,12 @@ type harness struct {
 // proxy, and builds the manager binary.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The admin client's own warnings only; the manager logs to its file.
 	ctrllog.SetLogger(logr.Discard())
 	dir := t.TempDir()
 	// FAULTS_MANAGER runs another build of the manager (one with a
 	// planted bug, to see the tests fail).
-	bin := os.Getenv("FAULTS_MANAGER")
-	if bin == "" {
-		bin = filepath.Join(dir, "manager")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := testenv.ManagerBinary(t, "FAULTS_MANAGER")
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
