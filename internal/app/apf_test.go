@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,11 +47,14 @@ const (
 // with its ServiceAccount's token, config/rbac, leader election with short
 // durations and no client-side rate limit (main's default), still
 // converges 1,000 Drinks, and its retries show in its client metrics;
-// with the shipped FlowSchema (config/manager/flowschema.yaml) its Lease
+// with the shipped FlowSchemas (config/manager/flowschema.yaml) its Lease
 // renewals go to the leader-election level, none is rejected and the
-// Lease is never lost. Then the shipped FlowSchema is removed and 1,000
-// more Drinks are created: the renewals now share the squeezed level and
-// are rejected, which is what the FlowSchema prevents.
+// Lease is never lost, and the Drink defaulting webhook's read of the
+// OperatorConfig (made while the API server waits on the webhook) goes to
+// workload-high and never falls back to the cache. Then the shipped
+// FlowSchemas are removed and 1,000 more Drinks are created: the renewals
+// now share the squeezed level and are rejected, which is what the
+// FlowSchema prevents.
 func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	env, cfg, admin := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,7 +73,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 		}
 	}
 	installRBAC(ctx, t, admin)
-	shipped := installLeaseFlowSchema(ctx, t, admin)
+	shipped, admissionReads := installShippedFlowSchemas(ctx, t, admin)
 	squeeze := installSqueeze(ctx, t, cs)
 
 	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, "myoperator-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
@@ -78,9 +83,11 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	// No client-side rate limit, as main runs by default: fairness is the
 	// API server's.
 	saCfg := &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
-	// Both FlowSchemas are in force: a Lease read of the ServiceAccount is
-	// classified by the shipped one, a ConfigMap read by the squeeze.
+	// Every FlowSchema is in force: a Lease read of the ServiceAccount is
+	// classified by the shipped one, an OperatorConfig read by the other
+	// shipped one, a ConfigMap read by the squeeze.
 	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, shipped)
+	waitClassified(ctx, t, saCfg, "/apis/operator.example.com/v1alpha1/operatorconfigs/"+operatorv1alpha1.SingletonName, admissionReads)
 	waitClassified(ctx, t, saCfg, "/api/v1/namespaces/"+operatorNS+"/configmaps", squeeze)
 
 	wo := env.WebhookInstallOptions
@@ -133,6 +140,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	after, apiAfter := scrapePlain(ctx, t, metricsAddr), apiserverMetrics(ctx, t, cs)
 	leaseAfter := w.snapshot()
 	got429 := sum(after, "rest_client_requests_total", map[string]string{"code": "429"}) - sum(before, "rest_client_requests_total", map[string]string{"code": "429"})
+	fallbacks := sum(after, "myoperator_webhook_config_cache_fallbacks_total", nil) - sum(before, "myoperator_webhook_config_cache_fallbacks_total", nil)
 	rejected := sum(apiAfter, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"flow_schema": squeeze.Name}) -
 		sum(apiBefore, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"flow_schema": squeeze.Name})
 	leaseRejected := leaseRejections(apiAfter) - leaseRejections(apiBefore)
@@ -151,6 +159,12 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	if leaseRejected != 0 {
 		t.Errorf("%v Lease requests rejected with the shipped FlowSchema, want 0", leaseRejected)
 	}
+	// Every one of the Drinks was created without a size, so each admission
+	// read the OperatorConfig from the API server.
+	t.Logf("the Drink defaulter's OperatorConfig reads that fell back to the cache: %v", fallbacks)
+	if fallbacks != 0 {
+		t.Errorf("%v OperatorConfig reads of the Drink defaulter failed under the squeeze with the shipped FlowSchemas, want 0", fallbacks)
+	}
 	if leaseAfter.holderChanges != 0 || leaseAfter.transitions != leaseBefore.transitions {
 		t.Errorf("the Lease changed hands under the squeeze with the shipped FlowSchema: %d holder changes, leaseTransitions %d -> %d",
 			leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
@@ -159,10 +173,12 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 		t.Errorf("renewals under the squeeze: %d, longest gap %s (lease %s)", leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap, lease)
 	}
 
-	// Unprotected: the shipped FlowSchema removed, the renewals share the
+	// Unprotected: the shipped FlowSchemas removed, the renewals share the
 	// squeezed level with everything else the manager sends.
-	if err := admin.Delete(ctx, shipped); err != nil {
-		t.Fatal(err)
+	for _, fs := range []client.Object{shipped, admissionReads} {
+		if err := admin.Delete(ctx, fs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, squeeze)
 	w.resetGap()
@@ -184,21 +200,26 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	}
 }
 
-// installLeaseFlowSchema installs the FlowSchema config/manager ships.
-func installLeaseFlowSchema(ctx context.Context, t *testing.T, admin client.Client) client.Object {
+// installShippedFlowSchemas installs the FlowSchemas config/manager ships
+// and returns the one for the Lease and the one for the admission reads.
+func installShippedFlowSchemas(ctx context.Context, t *testing.T, admin client.Client) (lease, admissionReads client.Object) {
 	t.Helper()
 	objs, err := manifests.Render("config/manager")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := manifests.OfKind(objs, "FlowSchema")
-	if len(fs) != 1 {
-		t.Fatalf("config/manager renders %d FlowSchemas, want 1", len(fs))
+	byName := map[string]client.Object{}
+	for _, fs := range manifests.OfKind(objs, "FlowSchema") {
+		if err := admin.Create(ctx, fs); err != nil {
+			t.Fatal(err)
+		}
+		byName[fs.GetName()] = fs
 	}
-	if err := admin.Create(ctx, fs[0]); err != nil {
-		t.Fatal(err)
+	lease, admissionReads = byName["myoperator-leader-election"], byName["myoperator-admission-reads"]
+	if len(byName) != 2 || lease == nil || admissionReads == nil {
+		t.Fatalf("config/manager renders the FlowSchemas %v, want myoperator-leader-election and myoperator-admission-reads", slices.Sorted(maps.Keys(byName)))
 	}
-	return fs[0]
+	return lease, admissionReads
 }
 
 // installSqueeze creates a priority level of the smallest concurrency

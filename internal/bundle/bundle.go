@@ -91,8 +91,9 @@ func Generate(dir string, o Options) error {
 		pdb.SetNamespace("")
 		files[filepath.Join("manifests", PDBFile(pdb.GetName()))] = pdb.Object
 	}
-	// config/manager's FlowSchema (its Lease renewals on the API server's
-	// leader-election priority level) is left out, as the optional fence
+	// config/manager's FlowSchemas (its Lease renewals on the API server's
+	// leader-election priority level, the Drink defaulter's OperatorConfig
+	// read on workload-high) are left out, as the optional fence
 	// (config/leader-fence) would be: OLM installs from a
 	// bundle only the CSV, CRDs and the kinds it knows (RBAC,
 	// ServiceAccount, Service, Secret, ConfigMap, PodDisruptionBudget,

@@ -22,10 +22,10 @@ var olmKinds = map[string]bool{
 }
 
 // TestBundleKindsOLMInstalls: every manifest of bundle/ is of a kind OLM
-// installs. config/default's FlowSchema (config/manager/flowschema.yaml) is
-// not (nor is the optional config/leader-fence's ValidatingAdmissionPolicy):
-// the bundle leaves it out, and an admin who installs through OLM applies
-// it apart.
+// installs. config/default's FlowSchemas (config/manager/flowschema.yaml)
+// are not (nor is the optional config/leader-fence's
+// ValidatingAdmissionPolicy): the bundle leaves them out, and an admin who
+// installs through OLM applies them apart.
 func TestBundleKindsOLMInstalls(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {

@@ -46,11 +46,13 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 			return err
 		}
 	}
-	// A missing or invalid OperatorConfig must not block Drinks: Load falls
-	// back to the built-in default size and the OperatorConfig's status
-	// reports the problem.
-	cfg, _ := opconfig.Load(ctx, w.Config, w.Namespace)
-	DefaultDrink(d, old, requestVersion(req), drinksv1.Size(cfg.DrinkDefaultSize))
+	DefaultDrink(d, old, requestVersion(req), func() drinksv1.Size {
+		// A missing or invalid OperatorConfig must not block Drinks: Load
+		// falls back to the last accepted configuration (else the built-in
+		// defaults) and the OperatorConfig's status reports the problem.
+		cfg, _ := opconfig.Load(ctx, w.Config, w.Namespace)
+		return drinksv1.Size(cfg.DrinkDefaultSize)
+	})
 	return nil
 }
 
@@ -60,18 +62,21 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 //   - Fields the request version cannot express are kept from old: a client
 //     of an older version may drop the conversion-data annotation, and must
 //     not erase what a newer client wrote.
-//   - An omitted size keeps the old size, else gets defaultSize.
+//   - An omitted size keeps the old size, else gets defaultSize(), which
+//     is called only then: it reads the OperatorConfig from the API server,
+//     a request that most writes (a size given or kept) do not need.
 //   - The authored-version annotation becomes requestVersion when the spec
 //     changes and is kept (or taken as written, for objects that never had
 //     one) when it does not.
-func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize drinksv1.Size) {
+func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
 	if old != nil {
 		keepInexpressible(d, old, requestVersion)
 	}
 	if d.Spec.Size == "" {
-		d.Spec.Size = defaultSize
 		if old != nil && old.Spec.Size != "" {
 			d.Spec.Size = old.Spec.Size
+		} else {
+			d.Spec.Size = defaultSize()
 		}
 	}
 	specChanged := true

@@ -15,8 +15,16 @@ var deprecatedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Creates and updates admitted through a deprecated API version, by kind and version.",
 }, []string{"kind", "version"})
 
+// configReadFallbacks counts the Drink admissions whose OperatorConfig
+// read from the API server failed, so that the default size came from the
+// manager's cache (liveConfigReader).
+var configReadFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "myoperator_webhook_config_cache_fallbacks_total",
+	Help: "Drink admissions that defaulted from the cached OperatorConfig because reading it from the API server failed.",
+})
+
 func init() {
-	metrics.Registry.MustRegister(deprecatedWrites)
+	metrics.Registry.MustRegister(deprecatedWrites, configReadFallbacks)
 	// The series exists at 0 before the first such write, so that
 	// increase() over it sees that write.
 	deprecatedWrites.WithLabelValues("Drink", deprecatedDrinkVersion)

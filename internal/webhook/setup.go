@@ -39,7 +39,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	registerConversion(mgr, map[schema.GroupKind]PassThroughFunc{
 		drinksv1.GroupVersion.WithKind("Drink").GroupKind(): conversion.PassThrough,
 	})
-	dw := &DrinkWebhook{Config: mgr.GetClient(), Namespace: opts.Namespace}
+	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
 		WithConverter(conversion.NewConverter()).
 		WithValidator(dw).

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,27 +30,20 @@ func TestStaleAndDroppedEvents(t *testing.T) {
 	cases := []struct {
 		name string
 		f    fault
-		// knownBug, when set, runs the case only with FAULTS_KNOWN_BUGS=1:
-		// it fails whenever a step falls inside the stale window, for the
-		// reason given (an open defect, not a flaky test).
-		knownBug string
 	}{
-		{"every event 400ms late", fault{perturb: Perturbation{Delay: 400 * time.Millisecond}}, ""},
-		{"bursts within 500ms coalesced to the last event of each object", fault{perturb: Perturbation{Coalesce: 500 * time.Millisecond}}, ""},
-		{"restart during the failover from lists of before the edit", fault{recordAt: 4, staleRestart: 7}, ""},
-		{"restart during the config change from lists of before the failover", fault{recordAt: 7, staleRestart: 10}, ""},
-		{"the same, informers held 3s on the old lists", fault{recordAt: 7, staleRestart: 10, staleHold: 3 * time.Second},
-			"the Drink defaulting webhook takes drinks.defaultSize from the cache, so a Drink created inside the hold gets the previous size " +
-				"(make ci: Size:Medium where the fault-free run has Size:Large); reading it from the API server instead put an API call " +
-				"in the admission path that TestLeaseUnderAPFSqueeze's squeeze timed out"},
-		{"stale restart with coalesced events", fault{recordAt: 4, staleRestart: 10, perturb: Perturbation{Coalesce: 500 * time.Millisecond}}, ""},
+		{"every event 400ms late", fault{perturb: Perturbation{Delay: 400 * time.Millisecond}}},
+		{"bursts within 500ms coalesced to the last event of each object", fault{perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
+		{"restart during the failover from lists of before the edit", fault{recordAt: 4, staleRestart: 7}},
+		{"restart during the config change from lists of before the failover", fault{recordAt: 7, staleRestart: 10}},
+		// A Drink created inside the hold is defaulted while the cache still
+		// holds the OperatorConfig of before the change: the defaulter must
+		// read it from the API server (it took the previous size, Medium
+		// where the fault-free run has Large, when it read the cache).
+		{"the same, informers held 3s on the old lists", fault{recordAt: 7, staleRestart: 10, staleHold: 3 * time.Second}},
+		{"stale restart with coalesced events", fault{recordAt: 4, staleRestart: 10, perturb: Perturbation{Coalesce: 500 * time.Millisecond}}},
 	}
 	var table strings.Builder
 	for i, tc := range cases {
-		if tc.knownBug != "" && os.Getenv("FAULTS_KNOWN_BUGS") == "" {
-			t.Logf("%s: not run without FAULTS_KNOWN_BUGS=1, an open defect: %s", tc.name, tc.knownBug)
-			continue
-		}
 		r := h.trial(i+2, tc.f, base.snapshot)
 		st := h.proxy.Stats()
 		outcome := "ok"
