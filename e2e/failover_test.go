@@ -31,6 +31,9 @@ const (
 	killAfter    = 150
 	loadWorkers  = 8
 	loadDeadline = 4 * time.Minute
+	// createRetryWindow is how long a create refused because of the kill
+	// is retried.
+	createRetryWindow = 30 * time.Second
 )
 
 // readyDrink reports whether the Drink is reconciled: Ready=True for the
@@ -121,13 +124,18 @@ func createDrinks(ctx context.Context, t *testing.T, n, workers int, after func(
 					ObjectMeta: metav1.ObjectMeta{Namespace: loadNS, Name: "load-" + strconv.Itoa(i)},
 					Spec:       drinksv1.DrinkSpec{DisplayName: "Load " + strconv.Itoa(i), Beverage: "tea", Size: "Small", SugarCubes: int32(i % 5)},
 				}
+				// Until the pod runner sees the killed container's probe
+				// fail, the webhook stand-in may still send calls to it, and
+				// the restart takes seconds, more than 10 retries 200 ms
+				// apart cover on a loaded machine; a user retries for longer.
+				deadline := time.Now().Add(createRetryWindow)
 				for attempt := 0; ; attempt++ {
 					err := kc.Create(ctx, d.DeepCopy())
 					if err == nil || (attempt > 0 && apierrors.IsAlreadyExists(err)) {
 						break
 					}
-					if attempt == 10 {
-						t.Errorf("create %s: %v", d.Name, err)
+					if time.Now().After(deadline) {
+						t.Errorf("create %s: still failing after %s (%d attempts): %v", d.Name, createRetryWindow, attempt+1, err)
 						break
 					}
 					mu.Lock()

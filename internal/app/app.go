@@ -14,12 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +26,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/example/myoperator/internal/certs"
+	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/scheme"
@@ -242,9 +238,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// Writes are counted per reconcile at the transport (see writecount).
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(writecount.Transport)
-	if o.LeaderElection && o.PodName != "" {
-		lock, err := leaseLock(cfg, o)
-		if err != nil {
+	var lock *leaderlock.Lock
+	if o.LeaderElection {
+		var err error
+		if lock, err = leaderlock.New(cfg, o.Namespace, LeaderElectionID, o.PodName, o.renewDeadline()); err != nil {
 			return nil, err
 		}
 		mgrOpts.LeaderElectionResourceLockInterface = lock
@@ -252,6 +249,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if lock != nil {
+		// The Lease goes to a standby as soon as the reconcilers have
+		// stopped, not after the webhook drain.
+		if err := mgr.Add(&leaderlock.Releaser{Lock: lock, Cache: mgr.GetCache(), Elected: mgr.Elected(), Timeout: o.renewDeadline()}); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.Add(webhookServer.DrainOnStop()); err != nil {
 		return nil, err
@@ -466,22 +470,11 @@ func (o Options) serviceAccount() string {
 	return o.Namespace + "/" + DefaultServiceAccount
 }
 
-// leaseLock is controller-runtime's Lease lock (same client timeout, user
-// agent and "became leader" events) with the identity <PodName>_<uuid>.
-func leaseLock(cfg *rest.Config, o Options) (resourcelock.Interface, error) {
-	renew := o.RenewDeadline
-	if o.LeaseDuration == 0 || renew == 0 {
-		renew = 10 * time.Second // controller-runtime's default
+// renewDeadline is the leader's renew deadline, controller-runtime's
+// default when the durations are not set.
+func (o Options) renewDeadline() time.Duration {
+	if o.LeaseDuration == 0 || o.RenewDeadline == 0 {
+		return 10 * time.Second
 	}
-	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
-	cfg.Timeout = max(renew/2, time.Second)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	id := o.PodName + "_" + string(uuid.NewUUID())
-	events := record.NewBroadcaster()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	return resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, LeaderElectionID, cs.CoreV1(), cs.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: events.NewRecorder(scheme.New(), corev1.EventSource{Component: id})})
+	return o.RenewDeadline
 }

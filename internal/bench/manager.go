@@ -210,6 +210,17 @@ func (m *Manager) Wait(timeout time.Duration) error {
 
 var errStillRunning = errors.New("manager still running after the signal")
 
+// Running says whether the manager has not exited yet.
+func (m *Manager) Running() bool {
+	select {
+	case err := <-m.done:
+		m.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
 // Stop ends the manager gracefully (SIGTERM), killing it if it hangs.
 func (m *Manager) Stop() {
 	_ = m.Signal(syscall.SIGTERM)
