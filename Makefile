@@ -248,6 +248,10 @@ $(CERT_MANAGER): hack/certmanager/go.mod hack/certmanager/go.sum hack/certmanage
 k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok into bin/k8s/<version> (only what is missing).
 	KUBE_VERSION=$(KUBE_VERSION) KWOK_VERSION=$(KWOK_VERSION) hack/build-k8s.sh $(K8S_BIN)
 
+.PHONY: node-binaries
+node-binaries: ## Build a real node (issue 16, not in make ci): kubelet, kube-proxy, containerd, ctr, CNI plugins, pause image into bin/node/<version> (docs/REAL-NODE.md).
+	KUBE_VERSION=$(KUBE_VERSION) hack/build-node.sh $(BIN)/node/$(KUBE_VERSION)
+
 DEV_CLUSTER ?= myoperator-dev
 DEV_KUBECONFIG ?= $(BIN)/dev-cluster.kubeconfig
 
