@@ -88,6 +88,10 @@ state = "$W/containerd/state"
 
 [plugins.'io.containerd.cri.v1.runtime']
   netns_mounts_under_state_dir = true
+  # No CAP_SYS_RESOURCE here: a negative oom_score_adj (the sandbox's -998)
+  # fails with EACCES and runc dies with "can't get final child's PID from
+  # pipe: EOF". This clamps every value to containerd's own (0) or above.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -181,14 +185,18 @@ up() {
   for b in kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni/bridge pause.tar hello.tar; do
     [ -e "$NODE_BIN/$b" ] || { echo "node.sh: $NODE_BIN/$b missing: run make node-binaries first" >&2; exit 1; }
   done
+  # A fresh node each time: down has unmounted everything under $W.
+  rm -rf "$W"/containerd "$W"/cni "$W"/kubelet "$W"/manifests
   mkdir -p "$W"
   say "kwokctl create cluster $CLUSTER (binary runtime, netns $NETNS)"
   # The project-built control plane, named through kwokctl's environment
-  # (as the e2e suite does).
+  # (as the e2e suite does). No kwok controller: it manages all nodes and
+  # would mark this one's pods Running with fake IPs, no container behind.
   KWOK_RUNTIME=binary KWOK_ETCD_BINARY=$K8S_BIN/etcd KWOK_KUBE_APISERVER_BINARY=$K8S_BIN/kube-apiserver \
     KWOK_KUBE_CONTROLLER_MANAGER_BINARY=$K8S_BIN/kube-controller-manager \
     KWOK_KUBE_SCHEDULER_BINARY=$K8S_BIN/kube-scheduler KWOK_CONTROLLER_BINARY=$K8S_BIN/kwok \
-    in_ns "$K8S_BIN/kwokctl" create cluster --name "$CLUSTER" --kubeconfig "$kubeconfig" --wait 2m
+    in_ns "$K8S_BIN/kwokctl" create cluster --name "$CLUSTER" --kubeconfig "$kubeconfig" --wait 2m \
+    --disable kwok-controller
   write_configs
 
   # containerd finds the shim (containerd-shim-runc-v2) on its PATH.
