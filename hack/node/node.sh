@@ -34,6 +34,7 @@ POD_SUBNET=10.244.0.0/24
 export KWOK_WORKDIR=$W/kwok
 kubeconfig=$W/kubeconfig
 sock=$W/containerd/containerd.sock
+pki=$KWOK_WORKDIR/clusters/$CLUSTER/pki
 
 t0=$(date +%s)
 say() { printf '[node %4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
@@ -148,7 +149,7 @@ authentication:
   webhook:
     enabled: false
   x509:
-    clientCAFile: $(echo "$KWOK_WORKDIR"/clusters/"$CLUSTER"/pki/ca.crt)
+    clientCAFile: $pki/ca.crt
 authorization:
   mode: AlwaysAllow
 readOnlyPort: 0
@@ -192,11 +193,17 @@ up() {
   # The project-built control plane, named through kwokctl's environment
   # (as the e2e suite does). No kwok controller: it manages all nodes and
   # would mark this one's pods Running with fake IPs, no container behind.
+  # The API server reaches the kubelet (logs, exec) at its InternalIP: the
+  # node's name resolves nowhere here, and a DNS lookup would leave the host.
+  # It authenticates to the kubelet with kwokctl's admin certificate, which
+  # the kubelet's clientCAFile (kwokctl's CA) accepts.
   KWOK_RUNTIME=binary KWOK_ETCD_BINARY=$K8S_BIN/etcd KWOK_KUBE_APISERVER_BINARY=$K8S_BIN/kube-apiserver \
     KWOK_KUBE_CONTROLLER_MANAGER_BINARY=$K8S_BIN/kube-controller-manager \
     KWOK_KUBE_SCHEDULER_BINARY=$K8S_BIN/kube-scheduler KWOK_CONTROLLER_BINARY=$K8S_BIN/kwok \
     in_ns "$K8S_BIN/kwokctl" create cluster --name "$CLUSTER" --kubeconfig "$kubeconfig" --wait 2m \
-    --disable kwok-controller
+    --disable kwok-controller --extra-args kube-apiserver=kubelet-preferred-address-types=InternalIP \
+    --extra-args kube-apiserver=kubelet-client-certificate="$pki/admin.crt" \
+    --extra-args kube-apiserver=kubelet-client-key="$pki/admin.key"
   write_configs
 
   # containerd finds the shim (containerd-shim-runc-v2) on its PATH.
@@ -248,10 +255,25 @@ EOF
   kc rollout status deployment/hello --timeout=120s
   kc get pod -o wide
   ctr containers ls
-  local ip pod; pod=$(kc get pod -l app=hello -o jsonpath='{.items[0].status.podIP}')
+  local ip pod body rc=0; pod=$(kc get pod -l app=hello -o jsonpath='{.items[0].status.podIP}')
   ip=$(kc get svc hello -o jsonpath='{.spec.clusterIP}')
-  say "pod IP $pod: $(in_ns curl -s -m 5 "http://$pod:8080/")"
-  for _ in 1 2 3 4; do say "ClusterIP $ip:80: $(in_ns curl -s -m 5 "http://$ip/")"; done
+  body=$(in_ns curl -sf -m 5 "http://$pod:8080/") || rc=1
+  say "pod IP $pod:8080: ${body:-FAILED}"
+  # kube-proxy programs the Service once its EndpointSlice lists the Ready
+  # pods, a moment after the rollout: until then the ClusterIP refuses.
+  local s0=$SECONDS
+  until in_ns curl -sf -m 2 -o /dev/null "http://$ip/"; do
+    [ $((SECONDS - s0)) -lt 30 ] || { say "ClusterIP $ip:80 refused for 30s"; rc=1; break; }
+    sleep 0.2
+  done
+  say "ClusterIP $ip:80 answers $((SECONDS - s0))s after the rollout"
+  for _ in 1 2 3 4; do
+    body=$(in_ns curl -sf -m 5 "http://$ip/") || rc=1
+    say "ClusterIP $ip:80: ${body:-FAILED}"
+  done
+  say "kubectl logs (API server -> kubelet :10250): $(kc logs deploy/hello --tail=1 2>&1)"
+  kc delete deployment/hello service/hello --wait=false >/dev/null
+  return $rc
 }
 
 down() {
@@ -275,11 +297,14 @@ down() {
   awk -v w="$W" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
+  # The cgroups the kubelet (kubepods) and containerd (k8s.io, ctr's default
+  # parent) made in every v1 hierarchy; rmdir removes only empty ones.
+  find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/k8s.io -depth -type d -exec rmdir {} + 2>/dev/null || true
   # kube-proxy's rules and the bridge live in the namespace: delete it when
   # it is the experiment's own (the shared test namespace only loses cni0).
   if [ "$NETNS" = myoperator-test ]; then in_ns ip link del cni0 2>/dev/null || true
   else ip netns del "$NETNS" 2>/dev/null || true; fi
-  say "down: remaining mounts under $W: $(awk -v w="$W" 'index($5, w) == 1' /proc/self/mountinfo | wc -l)"
+  say "down: left: $(awk -v w="$W" 'index($5, w) == 1' /proc/self/mountinfo | wc -l) mounts under $W, $(find /sys/fs/cgroup/*/kubepods -maxdepth 0 2>/dev/null | wc -l) kubepods cgroups"
 }
 
 # stop NAME: SIGTERM the process group start gave NAME, SIGKILL after 10 s.
