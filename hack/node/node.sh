@@ -8,7 +8,9 @@
 # Usage: hack/node/node.sh up|down|smoke
 #   up     start the cluster, containerd (pause and hello images imported),
 #          the kubelet and kube-proxy; wait for the Node to be Ready
-#   smoke  a hello Deployment + ClusterIP Service; curl it from the netns
+#   smoke  a hello Deployment + ClusterIP Service: pod IP, ClusterIP, logs,
+#          pod -> API server, API server -> webhook Service, container
+#          killed through the runtime, a static pod
 #   down   stop every process up started, unmount what they mounted, delete
 #          the cluster and the bridge (idempotent)
 # Environment: NODE_BIN, K8S_BIN (binary folders), NETNS, NODE_WORK (state
@@ -225,6 +227,9 @@ up() {
   kc get node -o wide
 }
 
+# smoke: each check prints its result; the exit status is non-zero when one
+# fails. The hello pods carry the restricted Pod Security settings the
+# operator's own pods use.
 smoke() {
   local img; img=$(cat "$NODE_BIN/hello.image")
   kc apply -f - <<EOF
@@ -238,12 +243,14 @@ spec:
     metadata: {labels: {app: hello}}
     spec:
       automountServiceAccountToken: false
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
       containers:
       - name: hello
         image: $img
         imagePullPolicy: Never
         ports: [{containerPort: 8080}]
         readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 2}
+        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
 ---
 apiVersion: v1
 kind: Service
@@ -252,27 +259,87 @@ spec:
   selector: {app: hello}
   ports: [{port: 80, targetPort: 8080}]
 EOF
-  kc rollout status deployment/hello --timeout=120s
+  local rc=0 s0=$SECONDS
+  kc rollout status deployment/hello --timeout=120s || rc=1
+  say "rollout: $((SECONDS - s0))s"
   kc get pod -o wide
   ctr containers ls
-  local ip pod body rc=0; pod=$(kc get pod -l app=hello -o jsonpath='{.items[0].status.podIP}')
+  local ip podip body pod cid pid
+  pod=$(kc get pod -l app=hello -o jsonpath='{.items[0].metadata.name}')
+  podip=$(kc get pod "$pod" -o jsonpath='{.status.podIP}')
   ip=$(kc get svc hello -o jsonpath='{.spec.clusterIP}')
-  body=$(in_ns curl -sf -m 5 "http://$pod:8080/") || rc=1
-  say "pod IP $pod:8080: ${body:-FAILED}"
+  body=$(in_ns curl -sf -m 5 "http://$podip:8080/") || rc=1
+  say "pod IP $podip:8080: ${body:-FAILED}"
   # kube-proxy programs the Service once its EndpointSlice lists the Ready
   # pods, a moment after the rollout: until then the ClusterIP refuses.
-  local s0=$SECONDS
+  local answers=answers; s0=$SECONDS
   until in_ns curl -sf -m 2 -o /dev/null "http://$ip/"; do
-    [ $((SECONDS - s0)) -lt 30 ] || { say "ClusterIP $ip:80 refused for 30s"; rc=1; break; }
+    [ $((SECONDS - s0)) -lt 30 ] || { rc=1; answers='does NOT answer'; break; }
     sleep 0.2
   done
-  say "ClusterIP $ip:80 answers $((SECONDS - s0))s after the rollout"
+  say "ClusterIP $ip:80 $answers $((SECONDS - s0))s after the rollout"
   for _ in 1 2 3 4; do
     body=$(in_ns curl -sf -m 5 "http://$ip/") || rc=1
     say "ClusterIP $ip:80: ${body:-FAILED}"
   done
-  say "kubectl logs (API server -> kubelet :10250): $(kc logs deploy/hello --tail=1 2>&1)"
+  say "kubectl logs (API server -> kubelet :10250): $(kc logs "$pod" --tail=1 2>&1)"
+
+  # From inside a pod's network namespace (its container's pid), through
+  # the kubernetes Service: what in-cluster config does.
+  cid=$(kc get pod "$pod" -o jsonpath='{.status.containerStatuses[0].containerID}'); cid=${cid#containerd://}
+  pid=$(ctr tasks ls 2>/dev/null | awk -v id="$cid" '$1 == id {print $2}')
+  if [ -n "$pid" ]; then
+    body=$(nsenter --net="/proc/$pid/ns/net" curl -sk -m 5 -o /dev/null -w '%{http_code}' https://10.0.0.1/readyz) || true
+    say "pod $pod -> https://10.0.0.1/readyz (kubernetes Service): HTTP ${body:-none}"
+    say "pod process: $(grep -E '^(Uid|CapEff|Seccomp):' "/proc/$pid/status" | tr -s '\t\n' '  ')oom_score_adj $(cat "/proc/$pid/oom_score_adj")"
+  fi
+  [ "${body:-}" = 200 ] || rc=1
+
+  # The API server calls a webhook through its Service's ClusterIP (no
+  # aggregator routing). hello answers plain HTTP, so reaching it shows as
+  # "server gave HTTP response to HTTPS client".
+  kc apply -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: node-smoke}
+webhooks:
+- name: hello.node-smoke.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  objectSelector: {matchLabels: {node-smoke: webhook}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  clientConfig: {service: {namespace: default, name: hello, port: 80, path: /validate}}
+EOF
+  sleep 1
+  body=$(kc create configmap node-smoke --dry-run=client -o json | jq '.metadata.labels["node-smoke"] = "webhook"' | kc create -f - 2>&1) || true
+  kc delete validatingwebhookconfiguration node-smoke >/dev/null
+  say "API server -> webhook Service: $body"
+  case "$body" in *"server gave HTTP response to HTTPS client"*) ;; *) rc=1 ;; esac
+
+  # A container killed through the runtime: the kubelet restarts it.
+  local t0ns; t0ns=$(date +%s%N)
+  ctr tasks kill -s KILL "$cid" >/dev/null 2>&1
+  until [ "$(kc get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}')" = 1/true ]; do
+    [ $(( ($(date +%s%N) - t0ns) / 1000000000 )) -lt 60 ] || { rc=1; break; }
+    sleep 0.2
+  done
+  say "container killed with ctr: restarted and Ready after $(( ($(date +%s%N) - t0ns) / 1000000 )) ms ($(kc get pod "$pod" -o jsonpath='{.status.containerStatuses[0].containerID}'))"
+
+  # A static pod from the kubelet's manifest folder, and its mirror pod.
+  printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: static-pause, namespace: default}\nspec:\n  containers: [{name: pause, image: %s, imagePullPolicy: Never}]\n' \
+    "$(cat "$NODE_BIN/pause.image")" >"$W/manifests/static-pause.yaml"
+  s0=$SECONDS
+  until kc wait --for=condition=Ready "pod/static-pause-$NODE_NAME" --timeout=1s >/dev/null 2>&1; do
+    [ $((SECONDS - s0)) -lt 60 ] || { rc=1; break; }
+    sleep 1
+  done
+  say "static pod: $(kc get pod "static-pause-$NODE_NAME" --no-headers -o wide 2>&1 | awk '{print $1, $2, $3, $6}') after $((SECONDS - s0))s"
+  rm -f "$W/manifests/static-pause.yaml"
+
   kc delete deployment/hello service/hello --wait=false >/dev/null
+  say "smoke: $([ $rc = 0 ] && echo PASS || echo FAIL)"
   return $rc
 }
 
