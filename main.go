@@ -17,6 +17,7 @@ import (
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
+	"github.com/example/myoperator/internal/memlimit"
 	"github.com/example/myoperator/internal/version"
 )
 
@@ -78,6 +79,13 @@ func run() error {
 	log.Info(version.String())
 	ctrl.SetLogger(log)
 	o.LogLevel = level
+	// A bad MEMORY_LIMIT must not crash-loop the manager: it runs on the
+	// runtime's default pacing and says why.
+	if soft, err := memlimit.FromEnv(); err != nil {
+		log.Error(err, "no Go soft memory limit")
+	} else if soft > 0 {
+		log.Info("Go soft memory limit from the container's", "bytes", soft, "fraction", memlimit.Fraction)
+	}
 	if manageCerts {
 		o.Certs = &app.CertOptions{SecretName: certSecret}
 		if extraDNSNames != "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -501,7 +503,7 @@ func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mou
 	}
 	env := []string{"KUBERNETES_SERVICE_HOST=" + r.apiHost, "KUBERNETES_SERVICE_PORT=" + r.apiPort}
 	for _, e := range c.Env {
-		v, err := envValue(p, e)
+		v, err := envValue(p, c.Name, e)
 		if err != nil {
 			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
@@ -560,15 +562,55 @@ func runAsUser(p *corev1.Pod, c *corev1.Container) (string, error) {
 }
 
 // envValue resolves an env var of the pod spec (values and the downward
-// API fields the operator uses).
-func envValue(p *corev1.Pod, e corev1.EnvVar) (string, error) {
+// API fields and resources the operator uses).
+func envValue(p *corev1.Pod, container string, e corev1.EnvVar) (string, error) {
 	if e.ValueFrom == nil {
 		return e.Value, nil
 	}
 	if f := e.ValueFrom.FieldRef; f != nil {
 		return fieldValue(p, f.FieldPath)
 	}
-	return "", fmt.Errorf("env %s: only values and fieldRef are supported", e.Name)
+	if r := e.ValueFrom.ResourceFieldRef; r != nil {
+		v, err := resourceValue(p, container, r)
+		if err != nil {
+			return "", fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return v, nil
+	}
+	return "", fmt.Errorf("env %s: only values, fieldRef and resourceFieldRef are supported", e.Name)
+}
+
+// resourceValue is a container's resource as the kubelet gives it: the
+// quantity divided by the divisor (1 by default), rounded up. The pod
+// runner sets no cgroup limit, so a limit the container does not have is
+// an error here rather than the node's capacity.
+func resourceValue(p *corev1.Pod, container string, r *corev1.ResourceFieldSelector) (string, error) {
+	if r.ContainerName != "" {
+		container = r.ContainerName
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name != container {
+			continue
+		}
+		kind, name, ok := strings.Cut(r.Resource, ".")
+		if !ok {
+			return "", fmt.Errorf("resource %q is not supported", r.Resource)
+		}
+		list := c.Resources.Limits
+		if kind == "requests" {
+			list = c.Resources.Requests
+		}
+		q, ok := list[corev1.ResourceName(name)]
+		if !ok {
+			return "", fmt.Errorf("container %s has no %s", c.Name, r.Resource)
+		}
+		divisor := r.Divisor
+		if divisor.IsZero() {
+			divisor = resource.MustParse("1")
+		}
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	}
+	return "", fmt.Errorf("no container %q", container)
 }
 
 func fieldValue(p *corev1.Pod, path string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
@@ -25,8 +26,16 @@ func TestPodmanRun(t *testing.T) {
 	}
 	c := corev1.Container{
 		Name: "manager", Image: "img:1", Command: []string{"/manager"},
-		Args:  []string{"--leader-elect", "--health-probe-bind-address=:8081", "--webhook-port=9443", "--other=8081x"},
-		Env:   []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+		Args: []string{"--leader-elect", "--health-probe-bind-address=:8081", "--webhook-port=9443", "--other=8081x"},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			{Name: "MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "manager", Resource: "limits.memory"}}},
+			{Name: "MEMORY_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory", Divisor: resource.MustParse("1Mi")}}},
+		},
+		Resources: corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
 		Ports: []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9443}, {Name: "probes", ContainerPort: 8081}},
 		SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
@@ -44,7 +53,7 @@ func TestPodmanRun(t *testing.T) {
 	got := strings.Join(args, " ")
 	for _, want := range []string{
 		"--name demo-pod-a-manager", "--user 65532:65532", "--read-only", "--security-opt no-new-privileges", "--cap-drop all",
-		"--env KUBERNETES_SERVICE_HOST=127.0.0.1", "--env KUBERNETES_SERVICE_PORT=32766", "--env POD_NAMESPACE=ns",
+		"--env KUBERNETES_SERVICE_HOST=127.0.0.1", "--env KUBERNETES_SERVICE_PORT=32766", "--env POD_NAMESPACE=ns", "--env MEMORY_LIMIT=268435456", "--env MEMORY_MI=64",
 		"--mount type=tmpfs,destination=/tmp", `--entrypoint ["/manager"]`,
 		"img:1 --leader-elect --health-probe-bind-address=:31201 --webhook-port=31200 --other=8081x",
 	} {
