@@ -199,10 +199,14 @@ up() {
   # node's name resolves nowhere here, and a DNS lookup would leave the host.
   # It authenticates to the kubelet with kwokctl's admin certificate, which
   # the kubelet's clientCAFile (kwokctl's CA) accepts.
+  # Pods reach the API server at the kubernetes Service's ClusterIP
+  # (10.0.0.1 in the default range): its serving certificate must name it.
+  printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\noptions:\n  kubeApiserverCertSANs: ["10.0.0.1"]\n' >"$W/kwokctl.yaml"
   KWOK_RUNTIME=binary KWOK_ETCD_BINARY=$K8S_BIN/etcd KWOK_KUBE_APISERVER_BINARY=$K8S_BIN/kube-apiserver \
     KWOK_KUBE_CONTROLLER_MANAGER_BINARY=$K8S_BIN/kube-controller-manager \
     KWOK_KUBE_SCHEDULER_BINARY=$K8S_BIN/kube-scheduler KWOK_CONTROLLER_BINARY=$K8S_BIN/kwok \
     in_ns "$K8S_BIN/kwokctl" create cluster --name "$CLUSTER" --kubeconfig "$kubeconfig" --wait 2m \
+    --config "$W/kwokctl.yaml" \
     --disable kwok-controller --extra-args kube-apiserver=kubelet-preferred-address-types=InternalIP \
     --extra-args kube-apiserver=kubelet-client-certificate="$pki/admin.crt" \
     --extra-args kube-apiserver=kubelet-client-key="$pki/admin.key"
