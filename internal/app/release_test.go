@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,9 +24,13 @@ import (
 // that did not.
 const releaseDrain = 20 * time.Second
 
-// TestLeaseReleasedBeforeDrain: on SIGTERM the leader releases its Lease as
-// soon as its reconcilers have stopped, while its webhook server still
-// drains (internal/leaderlock). Two manager processes, the leader with its
+// warmDrinks are created before the handover, for the standby to queue.
+const warmDrinks = 20
+
+// TestLeaseReleasedBeforeDrain: a standby queues the Drinks it sees without
+// reconciling them (controller warmup), and on SIGTERM the leader releases
+// its Lease as soon as its reconcilers have stopped, while its webhook
+// server still drains (internal/leaderlock). Two manager processes, the leader with its
 // webhooks served and a 20 s drain: the standby takes the Lease and
 // reconciles a new Drink well within the drain, while the old leader is
 // still running; the old leader then exits cleanly once the drain is over.
@@ -57,9 +62,13 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		metrics, err := bench.FreeLoopbackPort()
+		if err != nil {
+			t.Fatal(err)
+		}
 		m, err := bench.StartManager(bench.ManagerOptions{
 			Binary: bin, Kubeconfig: kubeconfig, LogFile: filepath.Join(dir, name+".log"),
-			WebhookPort: webhookPort, ProbePort: probe, LeaderElect: true,
+			WebhookPort: webhookPort, ProbePort: probe, MetricsPort: metrics, LeaderElect: true,
 			ExtraArgs: append([]string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=1s"}, extra...),
 		})
 		if err != nil {
@@ -90,6 +99,30 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	if err := standby.WaitReady(ctx, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
+
+	// The standby warms up: its Drink controller's queue takes the Drinks
+	// it sees while it does not lead (EnableWarmup), and it reconciles
+	// none of them.
+	for i := range warmDrinks {
+		if err := c.Create(ctx, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "release", Name: fmt.Sprintf("before-%d", i)},
+			Spec: drinksv1.DrinkSpec{DisplayName: "Before", Beverage: "tea"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drinkQueue := func(m map[string]string) bool { return m["name"] == "drink" || m["controller"] == "drink" }
+	testenv.Eventually(t, 30*time.Second, func() string {
+		mm, err := standby.Metrics(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		if adds := mm.Sum("workqueue_adds_total", drinkQueue); adds < warmDrinks {
+			return fmt.Sprintf("the standby's Drink queue took %v adds, want %d before it leads", adds, warmDrinks)
+		}
+		if r := mm.Sum("controller_runtime_reconcile_total", drinkQueue); r != 0 {
+			return fmt.Sprintf("the standby reconciled %v Drinks", r)
+		}
+		return ""
+	})
 
 	signalled := time.Now()
 	if err := leader.Signal(syscall.SIGTERM); err != nil {

@@ -210,6 +210,9 @@ func (m *Manager) Wait(timeout time.Duration) error {
 
 var errStillRunning = errors.New("manager still running after the signal")
 
+// Pid is the manager's process ID.
+func (m *Manager) Pid() int { return m.cmd.Process.Pid }
+
 // Running says whether the manager has not exited yet.
 func (m *Manager) Running() bool {
 	select {

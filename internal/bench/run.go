@@ -56,8 +56,11 @@ type Record struct {
 	Steady Writes
 	// Memory0 is the manager's before any Drink, MemoryN after N converged.
 	Memory0, MemoryN Memory
-	Lists            Lists
-	Term, Kill       HandoverResult
+	// MemoryLimit is the manager container's memory limit in config/manager
+	// when the run was made (bytes).
+	MemoryLimit float64 `json:",omitempty"`
+	Lists       Lists
+	Term, Kill  HandoverResult
 	// Restart of the manager on N converged Drinks, the OperatorConfig
 	// edit that revisits all of them, and the exact admission tail
 	// (baseline control plane, N Drinks present).
@@ -83,6 +86,11 @@ const tailCreates = 1000
 // another's objects gets a fresh control plane.
 func Run(ctx context.Context, cfg Config) (Record, error) {
 	rec := Record{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N}
+	limit, err := ManifestMemoryLimit()
+	if err != nil {
+		return rec, err
+	}
+	rec.MemoryLimit = limit
 	if err := runBaseline(ctx, cfg, &rec); err != nil {
 		return rec, fmt.Errorf("baseline: %w", err)
 	}
@@ -259,7 +267,7 @@ func runOperator(ctx context.Context, cfg Config, cp *ControlPlane, dir string, 
 	if err := m.SaveHeapProfile(ctx, filepath.Join(dir, "heap.pb.gz")); err != nil {
 		return err
 	}
-	if rec.Lists, err = ListDrinks(ctx, cp, drinkNS, cfg.N, cfg.ListReps); err != nil {
+	if rec.Lists, err = ListDrinks(ctx, cp, drinkNS, cfg.N, cfg.ListReps, m.Pid()); err != nil {
 		return err
 	}
 	m.Stop()

@@ -58,6 +58,9 @@ func tailRun(ctx context.Context, cp *ControlPlane, ns string, warm, n int) (Tai
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		return TailRun{}, err
 	}
+	if err := settleConversions(ctx, cp, 2*time.Second, 10*time.Minute); err != nil {
+		return TailRun{}, err
+	}
 	var before Metrics
 	load, err := warmThenTime(ctx, cp, ns, warm, n, func() (err error) {
 		before, err = cp.APIMetrics(ctx)
@@ -113,5 +116,39 @@ func removeAdmissionWebhooks(ctx context.Context, cp *ControlPlane) error {
 			return fmt.Errorf("the Drink webhooks were still called 10 s after their configurations were deleted")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// settleConversions waits until the API server has made no conversion
+// webhook call for quiet. Without it, the tail at N = 50,000 counted 4.31
+// conversion calls per create (2.00 at 10,000) and a p99 of 40.5 ms
+// (17.7 ms without webhooks): the creates were timed right after 50,000
+// bulk creates, whose conversion by the v1alpha1 and v1beta1 watch caches
+// may still run; timed creates must not measure, nor be charged with,
+// what came before them.
+func settleConversions(ctx context.Context, cp *ControlPlane, quiet, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quiet):
+		}
+		now, err := cp.APIMetrics(ctx)
+		if err != nil {
+			return err
+		}
+		if now.Sum(conversionCalls, nil) == last.Sum(conversionCalls, nil) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API server still called the conversion webhook after %s (%.0f calls in the last %s)",
+				limit, now.Sum(conversionCalls, nil)-last.Sum(conversionCalls, nil), quiet)
+		}
+		last = now
 	}
 }
