@@ -72,6 +72,10 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		return ctrl.Result{}, nil // nothing to retry until the Drink changes
 	}
 	changed, err := r.ensureConfigMap(ctx, d, data)
+	if errors.Is(err, errDrinkGone) {
+		d.Status = *read.Status.DeepCopy() // no status write for a Drink that is gone
+		return ctrl.Result{}, nil
+	}
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		setDrinkConflict(d, conflict)

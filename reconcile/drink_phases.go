@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 
@@ -57,6 +58,22 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 	switch {
 	case err != nil:
 		return "", err
+	case !found && d.Status.ConfigMapName != "":
+		// The ConfigMap this Drink had is gone. So may be the Drink, with
+		// the cache not told yet: the garbage collector deletes a Drink's
+		// ConfigMap right after the Drink, and the ConfigMap's event can
+		// reach this controller first. A ConfigMap restored for a deleted
+		// Drink is an orphan that the collector removes only while the
+		// Drink's kind exists, not after an uninstall took the CRD away.
+		// A restore is rare; it reads the Drink live first.
+		gone, err := r.drinkGone(ctx, d)
+		if err != nil {
+			return "", err
+		}
+		if gone {
+			return "", errDrinkGone
+		}
+		return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
 	case !found:
 		return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
 	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
@@ -172,4 +189,23 @@ func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]s
 		return false
 	}
 	return apiequality.Semantic.DeepEqual(cm.OwnerReferences, asController(cm.OwnerReferences, drinkOwnerRef(d)))
+}
+
+// errDrinkGone: the Drink the cache holds no longer exists (or is another
+// one of the same name, or is being deleted); nothing is written for it.
+var errDrinkGone = errors.New("the Drink is gone from the API server")
+
+// drinkGone reads the Drink's metadata from the API server: it is gone
+// when it is not found, has another UID or is being deleted.
+func (r *DrinkReconciler) drinkGone(ctx context.Context, d *drinksv1.Drink) (bool, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink"))
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(d), live)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return live.UID != d.UID || !live.DeletionTimestamp.IsZero(), nil
 }

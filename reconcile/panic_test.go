@@ -18,7 +18,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
@@ -32,19 +31,10 @@ import (
 // server of its own: the suite's manager would reconcile the Drink without
 // the fault.
 func TestReconcilePanic(t *testing.T) {
-	_, cfg, admin := testenv.Start(t, testenv.Options{})
+	const ns, others = "panic", 20
+	cfg, admin := ownAPIServer(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	const ns, others = "panic", 20
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
-	} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
