@@ -304,7 +304,7 @@ bench: k8s-binaries build ## Quick benchmark (N=1000, one run, under 10 min): AP
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
 
 .PHONY: bench-full
-bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (about 80 min a run).
+bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (a run's length at these sizes is still to be measured).
 	go build -o $(BIN)/bench ./internal/bench/cmd/bench
 	@mkdir -p $(dir $(BENCH_RESULTS)) && rm -f $(BENCH_RESULTS)
 	for run in $$(seq $(BENCH_FULL_RUNS)); do for n in $(BENCH_FULL_SIZES); do \

@@ -104,11 +104,13 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	if l.released {
 		return false, nil
 	}
-	l.released = true
 	rec, _, err := l.Interface.Get(ctx)
 	if err != nil {
+		// Not released: client-go's own release at the very end tries
+		// again, as it would have without this lock.
 		return false, err
 	}
+	l.released = true
 	if rec.HolderIdentity != l.Identity() {
 		return false, nil
 	}
