@@ -54,11 +54,48 @@ const (
 // the event reason of a write, or "" for none.
 func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
 	live := &corev1.ConfigMap{}
-	found, err := readOperand(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
+	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
+	trimmed := fromCache && isTrimmed(live)
 	switch {
 	case err != nil:
 		return "", err
-	case !found && d.Status.ConfigMapName != "":
+	case !found:
+		return r.restoreConfigMap(ctx, d, data)
+	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
+		return "", conflictWith("ConfigMap", "Drink", live)
+	case trimmed && trimmedMatches(live, d, data):
+		return "", nil
+	case trimmed:
+		// The cache holds a digest, not the data (TrimConfigMap): a write
+		// is computed from the whole object, read from the API server.
+		return r.correctConfigMap(ctx, d, data)
+	case configMapMatches(live, d, data):
+		return "", nil
+	}
+	return r.patchForDrink(ctx, live, d, data)
+}
+
+// correctConfigMap corrects the Drink's ConfigMap from what the API server
+// holds, after the cache said it differs from what the Drink wants.
+func (r *DrinkReconciler) correctConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
+	live := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.restoreConfigMap(ctx, d, data) // deleted since the cache saw it
+	case err != nil:
+		return "", err
+	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
+		return "", conflictWith("ConfigMap", "Drink", live)
+	case configMapMatches(live, d, data):
+		return "", nil // the cache is behind; its update event follows
+	}
+	return r.patchForDrink(ctx, live, d, data)
+}
+
+// restoreConfigMap creates the Drink's missing ConfigMap.
+func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
+	if d.Status.ConfigMapName != "" {
 		// The ConfigMap this Drink had is gone. So may be the Drink, with
 		// the cache not told yet: the garbage collector deletes a Drink's
 		// ConfigMap right after the Drink, and the ConfigMap's event can
@@ -73,14 +110,13 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 		if gone {
 			return "", errDrinkGone
 		}
-		return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
-	case !found:
-		return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
-	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
-		return "", conflictWith("ConfigMap", "Drink", live)
-	case configMapMatches(live, d, data):
-		return "", nil
 	}
+	return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
+}
+
+// patchForDrink patches live, a whole ConfigMap read from the API server,
+// to what the Drink wants, and names the write's event reason.
+func (r *DrinkReconciler) patchForDrink(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) (string, error) {
 	reason := ReasonConfigMapCorrected
 	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
 		reason = ReasonConfigMapAdopted
@@ -188,6 +224,12 @@ func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]s
 		cm.Labels[ManagedByLabel] != ManagedByValue {
 		return false
 	}
+	return ownerRefsMatch(cm, d)
+}
+
+// ownerRefsMatch: the Drink is cm's controller, referenced as it would
+// write the reference.
+func ownerRefsMatch(cm *corev1.ConfigMap, d *drinksv1.Drink) bool {
 	return apiequality.Semantic.DeepEqual(cm.OwnerReferences, asController(cm.OwnerReferences, drinkOwnerRef(d)))
 }
 

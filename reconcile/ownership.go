@@ -80,14 +80,24 @@ func controlledBy(obj client.Object, uid types.UID) bool {
 // and a miss alone cannot tell an absent name from one taken by an object
 // someone else made. It reports whether the object exists.
 func readOperand(ctx context.Context, cached client.Reader, uncached client.Reader, key client.ObjectKey, obj client.Object) (bool, error) {
-	err := cached.Get(ctx, key, obj)
+	found, _, err := readOperandFrom(ctx, cached, uncached, key, obj)
+	return found, err
+}
+
+// readOperandFrom is readOperand that also says whether obj came from the
+// cache, where it may be trimmed (TrimConfigMap).
+func readOperandFrom(ctx context.Context, cached client.Reader, uncached client.Reader, key client.ObjectKey, obj client.Object) (found, fromCache bool, err error) {
+	err = cached.Get(ctx, key, obj)
+	if err == nil {
+		return true, true, nil
+	}
 	if apierrors.IsNotFound(err) {
 		err = uncached.Get(ctx, key, obj)
 	}
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return false, false, nil
 	}
-	return err == nil, err
+	return err == nil, false, err
 }
 
 // readyChanged reports whether a reconcile changed the Ready condition

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
@@ -212,8 +213,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 				// Only what the operator writes, not every ConfigMap of the
 				// cluster. Pods, StatefulSets and Services are watched only
-				// in the operand namespaces (operandCacheOptions).
-				&corev1.ConfigMap{}: {Label: managedBy},
+				// in the operand namespaces (operandCacheOptions). A
+				// Drink's ConfigMap is kept as a digest of what the
+				// reconciler compares, and Drinks share their repeated
+				// strings: the two caches grow with every Drink.
+				&corev1.ConfigMap{}: {Label: managedBy, Transform: reconcile.TrimConfigMap},
+				&drinksv1.Drink{}:   {Transform: reconcile.TrimDrink},
 			},
 		},
 		Metrics:                       metricsOptions(o),

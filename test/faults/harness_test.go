@@ -66,6 +66,11 @@ func newHarness(t *testing.T) *harness {
 	// The admin client's own warnings only; the manager logs to its file.
 	ctrllog.SetLogger(logr.Discard())
 	dir := t.TempDir()
+	if keep := os.Getenv("FAULTS_LOG_DIR"); keep != "" {
+		// The managers' logs stay there after the test, for a failure's
+		// post-mortem.
+		dir = keep
+	}
 	// FAULTS_MANAGER runs another build of the manager (one with a
 	// planted bug, to see the tests fail).
 	bin := testenv.ManagerBinary(t, "FAULTS_MANAGER")

@@ -1,0 +1,172 @@
+package reconcile
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+)
+
+// TestTrimmedConfigMapMatchesAsTheWholeOne: for every way a ConfigMap can
+// differ from what its Drink wants, the trimmed copy in the cache gives
+// the same answer as the whole object; a wrong "matches" would leave drift
+// uncorrected, a wrong "differs" would cost a read per reconcile.
+func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
+	drink := func(version string) *drinksv1.Drink {
+		return &drinksv1.Drink{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "latte", UID: "drink-uid",
+				Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: version}},
+			Spec: drinksv1.DrinkSpec{DisplayName: "Latte", Beverage: "coffee", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"milk"}},
+		}
+	}
+	tests := []struct {
+		name    string
+		version string // the Drink's authored version
+		edit    func(cm *corev1.ConfigMap)
+		want    bool
+	}{
+		{name: "as written", version: "v1", edit: func(*corev1.ConfigMap) {}, want: true},
+		{name: "another writer's key", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Data["note"] = "mine" }, want: true},
+		{name: "another writer's label and annotation", version: "v1", edit: func(cm *corev1.ConfigMap) {
+			cm.Labels["team"], cm.Annotations["note"] = "a", "b"
+		}, want: true},
+		{name: "a layout value changed", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Data["beverage"] = "tea" }, want: false},
+		{name: "a layout key removed", version: "v1", edit: func(cm *corev1.ConfigMap) { delete(cm.Data, "extras") }, want: false},
+		{name: "a value moved to another key", version: "v1", edit: func(cm *corev1.ConfigMap) {
+			cm.Data["beverage"], cm.Data["displayName"] = cm.Data["displayName"], cm.Data["beverage"]
+		}, want: false},
+		{name: "no data", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Data = nil }, want: false},
+		{name: "the Drink label names another Drink", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[DrinkLabel] = "mocha" }, want: false},
+		{name: "the managed-by label changed", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[ManagedByLabel] = "helm" }, want: false},
+		{name: "another layout", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Annotations[LayoutAnnotation] = "v1beta1" }, want: false},
+		{name: "the Drink is no longer controller", version: "v1", edit: func(cm *corev1.ConfigMap) {
+			cm.OwnerReferences[0].Controller = nil
+		}, want: false},
+		{name: "a second owner", version: "v1", edit: func(cm *corev1.ConfigMap) {
+			cm.OwnerReferences = append(cm.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid"})
+		}, want: true},
+		{name: "v1alpha1 as written", version: "v1alpha1", edit: func(*corev1.ConfigMap) {}, want: true},
+		{name: "v1alpha1 with a v1 key left over", version: "v1alpha1", edit: func(cm *corev1.ConfigMap) { cm.Data["extras"] = "milk" }, want: true},
+		{name: "v1beta1 sugar changed", version: "v1beta1", edit: func(cm *corev1.ConfigMap) { cm.Data["sugar"] = "9" }, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := drink(tt.version)
+			data, err := ConfigMapData(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name, UID: "cm-uid", ResourceVersion: "7",
+					Labels:          map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name},
+					Annotations:     map[string]string{LayoutAnnotation: tt.version},
+					OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)},
+					ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
+				Data: map[string]string{},
+			}
+			for k, v := range data {
+				cm.Data[k] = v
+			}
+			tt.edit(cm)
+			whole := configMapMatches(cm, d, data)
+			out, err := TrimConfigMap(cm.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			trimmed := out.(*corev1.ConfigMap)
+			if !isTrimmed(trimmed) {
+				t.Fatalf("a Drink's ConfigMap was not trimmed: %+v", trimmed)
+			}
+			if trimmed.Data != nil || trimmed.Labels != nil || trimmed.ManagedFields != nil {
+				t.Errorf("the trimmed ConfigMap keeps data %v, labels %v or managed fields %v", trimmed.Data, trimmed.Labels, trimmed.ManagedFields)
+			}
+			if trimmed.Name != cm.Name || trimmed.Namespace != cm.Namespace || trimmed.UID != cm.UID || trimmed.ResourceVersion != cm.ResourceVersion ||
+				!apiequality.Semantic.DeepEqual(trimmed.OwnerReferences, cm.OwnerReferences) {
+				t.Errorf("the trimmed ConfigMap lost its identity or owners: %+v", trimmed.ObjectMeta)
+			}
+			if got := trimmedMatches(trimmed, d, data); whole != tt.want || got != whole {
+				t.Errorf("matches: the whole ConfigMap %v, the trimmed one %v, want %v", whole, got, tt.want)
+			}
+			// The informer may transform an object it already holds.
+			again, err := TrimConfigMap(trimmed.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !apiequality.Semantic.DeepEqual(again, trimmed) {
+				t.Errorf("trimmed twice: %+v, once: %+v", again, trimmed)
+			}
+		})
+	}
+}
+
+// TestTrimConfigMapLeavesOthersWhole: ConfigMaps that are not a Drink's
+// (the configuration record, a Guestbook's) keep their data, and an
+// annotation under the digest's key is removed, so that a digest in the
+// cache is always one the transform computed.
+func TestTrimConfigMapLeavesOthersWhole(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "record",
+			Labels:        map[string]string{ManagedByLabel: ManagedByValue},
+			Annotations:   map[string]string{cacheDigestAnnotation: "forged", "keep": "me"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
+		Data: map[string]string{"config": "{}"},
+	}
+	out, err := TrimConfigMap(cm.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.ConfigMap)
+	want := cm.DeepCopy()
+	want.ManagedFields = nil
+	delete(want.Annotations, cacheDigestAnnotation)
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if isTrimmed(got) {
+		t.Error("a forged digest survived the transform")
+	}
+	// A tombstone of a deleted object passes as it is.
+	if out, _ := TrimConfigMap("tombstone"); out != "tombstone" {
+		t.Errorf("tombstone became %v", out)
+	}
+}
+
+// TestTrimDrinkKeepsWhatItReads: a trimmed Drink equals the decoded one,
+// managed fields aside, whatever its annotations.
+func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+	}{
+		{name: "the webhook's annotation only", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1beta1"}},
+		{name: "the user's annotations too", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", "note": "x"}},
+		{name: "an unknown version", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9"}},
+		{name: "none", annotations: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &drinksv1.Drink{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "latte", UID: "u", Annotations: tt.annotations,
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
+				Spec: drinksv1.DrinkSpec{DisplayName: "Latte", Beverage: "coffee", Size: drinksv1.SizeSmall, Extras: []string{"milk", "honey"}},
+			}
+			d.Status.ConfigMapName, d.Status.AuthoredVersion = "latte", "v1"
+			setDrinkReady(d)
+			want := d.DeepCopy()
+			want.ManagedFields = nil
+			out, err := TrimDrink(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !apiequality.Semantic.DeepEqual(out, want) {
+				t.Errorf("got %+v, want %+v", out, want)
+			}
+			if again, _ := TrimDrink(out); !apiequality.Semantic.DeepEqual(again, want) {
+				t.Errorf("trimmed twice: %+v, want %+v", again, want)
+			}
+		})
+	}
+}
