@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/example/myoperator/internal/memlimit"
 )
 
 // WebhookPort is where config/local tells the API server to call the
@@ -34,6 +36,10 @@ type ManagerOptions struct {
 	LeaderElect                                    bool
 	// ExtraArgs are appended to the flags (test/faults: Lease timings).
 	ExtraArgs []string
+	// MemoryLimit, in bytes, is given as MEMORY_LIMIT, as the Deployment's
+	// downward API gives its container's limit: the manager then sets its
+	// Go soft memory limit from it (internal/memlimit). 0 gives none.
+	MemoryLimit int64
 }
 
 // Manager is a running manager binary.
@@ -80,6 +86,9 @@ func StartManager(o ManagerOptions) (*Manager, error) {
 	m := &Manager{opts: o, done: make(chan error, 1), log: logFile, http: &http.Client{Timeout: 30 * time.Second}}
 	m.cmd = exec.Command(o.Binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if o.MemoryLimit > 0 {
+		m.cmd.Env = append(os.Environ(), memlimit.EnvVar+"="+strconv.FormatInt(o.MemoryLimit, 10))
+	}
 	if err := m.cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)

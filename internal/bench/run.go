@@ -33,6 +33,9 @@ type Config struct {
 	ProfileFor time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// memoryLimit is the manager container's limit in config/manager
+	// (bytes); every manager the bench starts runs with it.
+	memoryLimit float64
 }
 
 // Record is everything one run measured for one N.
@@ -90,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
-	rec.MemoryLimit = limit
+	rec.MemoryLimit, cfg.memoryLimit = limit, limit
 	if err := runBaseline(ctx, cfg, &rec); err != nil {
 		return rec, fmt.Errorf("baseline: %w", err)
 	}
@@ -163,7 +166,7 @@ func managerOptions(cfg Config, cp *ControlPlane, dir string, k int, leaderElect
 	return ManagerOptions{
 		Binary: cfg.Manager, Kubeconfig: cp.Kubeconfig, LogFile: filepath.Join(dir, "manager.log"),
 		MetricsPort: cfg.BasePort, ProbePort: cfg.BasePort + 1, PprofPort: cfg.BasePort + 2,
-		MaxConcurrentReconciles: k, LeaderElect: leaderElect,
+		MaxConcurrentReconciles: k, LeaderElect: leaderElect, MemoryLimit: int64(cfg.memoryLimit),
 	}
 }
 
