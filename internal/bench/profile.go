@@ -16,6 +16,11 @@ import (
 // into dir, while the caller's phase runs. It is for finding what limits a
 // missed target, so records made with it are not mixed with the others.
 func profileCPU(ctx context.Context, cp *ControlPlane, m *Manager, dir string, d time.Duration) func() error {
+	return profileCPUAs(ctx, cp, m, dir, "", d)
+}
+
+// profileCPUAs is profileCPU with prefix before the files' names.
+func profileCPUAs(ctx context.Context, cp *ControlPlane, m *Manager, dir, prefix string, d time.Duration) func() error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -35,10 +40,10 @@ func profileCPU(ctx context.Context, cp *ControlPlane, m *Manager, dir string, d
 		}
 	}
 	wg.Add(2)
-	go fetch("apiserver-cpu.pb.gz", func() ([]byte, error) {
+	go fetch(prefix+"apiserver-cpu.pb.gz", func() ([]byte, error) {
 		return cp.Clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).DoRaw(ctx)
 	})
-	go fetch("manager-cpu.pb.gz", func() ([]byte, error) {
+	go fetch(prefix+"manager-cpu.pb.gz", func() ([]byte, error) {
 		code, body, err := m.get(ctx, "http://"+loopback(m.opts.PprofPort)+"/debug/pprof/profile?seconds="+secs)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("HTTP %d", code)

@@ -31,6 +31,10 @@ type Config struct {
 	// manager for this long from the start of the baseline and of the final
 	// convergence.
 	ProfileFor time.Duration
+	// ProfileTail, when set, records CPU profiles of the API server and
+	// the manager for this long from the start of each admission tail's
+	// timed creates (with and without the webhooks).
+	ProfileTail time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 	// memoryLimit is the manager container's limit in config/manager
@@ -228,7 +232,11 @@ func runBaseline(ctx context.Context, cfg Config, rec *Record) error {
 		if rec.Quiet, err = QuietCreates(ctx, cp, m, "quiet", 20, 300); err != nil {
 			return err
 		}
-		if rec.Tail, err = AdmissionTail(ctx, cp, "tail-hooks", "tail-none", 20, tailCreates); err != nil {
+		var profileTail func(run string) func() error
+		if cfg.ProfileTail > 0 {
+			profileTail = func(run string) func() error { return profileCPUAs(ctx, cp, m, dir, run+"-", cfg.ProfileTail) }
+		}
+		if rec.Tail, err = AdmissionTail(ctx, cp, "tail-hooks", "tail-none", 20, tailCreates, profileTail); err != nil {
 			return fmt.Errorf("admission tail: %w", err)
 		}
 		cfg.Logf("N=%d admission tail: create p99 %.1fms with webhooks, %.1fms without; %.2f conversion calls per create",

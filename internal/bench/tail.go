@@ -36,16 +36,19 @@ type Tail struct {
 // nsNone. It leaves the control plane without admission webhooks, so it
 // must be the last thing to write Drinks there. The second run has n more
 // Drinks in etcd than the first, which favours the webhooks slightly.
-func AdmissionTail(ctx context.Context, cp *ControlPlane, nsHooks, nsNone string, warm, n int) (Tail, error) {
+//
+// profile, when set, is called as each run's timed creates start and
+// returns what waits for the profiles it started (see profileCPU).
+func AdmissionTail(ctx context.Context, cp *ControlPlane, nsHooks, nsNone string, warm, n int, profile func(run string) func() error) (Tail, error) {
 	var t Tail
 	var err error
-	if t.Hooks, err = tailRun(ctx, cp, nsHooks, warm, n); err != nil {
+	if t.Hooks, err = tailRun(ctx, cp, nsHooks, warm, n, profile); err != nil {
 		return t, fmt.Errorf("with webhooks: %w", err)
 	}
 	if err := removeAdmissionWebhooks(ctx, cp); err != nil {
 		return t, err
 	}
-	if t.NoHooks, err = tailRun(ctx, cp, nsNone, warm, n); err != nil {
+	if t.NoHooks, err = tailRun(ctx, cp, nsNone, warm, n, profile); err != nil {
 		return t, fmt.Errorf("without webhooks: %w", err)
 	}
 	if t.NoHooks.AdmissionCalls > 0 {
@@ -54,7 +57,7 @@ func AdmissionTail(ctx context.Context, cp *ControlPlane, nsHooks, nsNone string
 	return t, nil
 }
 
-func tailRun(ctx context.Context, cp *ControlPlane, ns string, warm, n int) (TailRun, error) {
+func tailRun(ctx context.Context, cp *ControlPlane, ns string, warm, n int, profile func(run string) func() error) (TailRun, error) {
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		return TailRun{}, err
 	}
@@ -62,12 +65,19 @@ func tailRun(ctx context.Context, cp *ControlPlane, ns string, warm, n int) (Tai
 		return TailRun{}, err
 	}
 	var before Metrics
+	profiled := func() error { return nil }
 	load, err := warmThenTime(ctx, cp, ns, warm, n, func() (err error) {
 		before, err = cp.APIMetrics(ctx)
+		if profile != nil {
+			profiled = profile(ns)
+		}
 		return err
 	})
 	if err != nil {
 		return TailRun{}, err
+	}
+	if err := profiled(); err != nil {
+		return TailRun{}, fmt.Errorf("profiling the creates: %w", err)
 	}
 	after, err := cp.APIMetrics(ctx)
 	if err != nil {
