@@ -307,7 +307,7 @@ bench: k8s-binaries build ## Quick benchmark (N=1000, one run, about 4 min): API
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
 
 .PHONY: bench-full
-bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (about 37 min a run at the default sizes, so about 2 h).
+bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (about 34 min a run at the default sizes, so about 1 h 45 min).
 	go build -o $(BIN)/bench ./internal/bench/cmd/bench
 	@mkdir -p $(dir $(BENCH_RESULTS)) && rm -f $(BENCH_RESULTS)
 	for run in $$(seq $(BENCH_FULL_RUNS)); do for n in $(BENCH_FULL_SIZES); do \
