@@ -53,9 +53,22 @@ const (
 // beyond the cache, when the cached ConfigMap already matches. It returns
 // the event reason of a write, or "" for none.
 func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
+	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}
 	live := &corev1.ConfigMap{}
-	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
-	trimmed := fromCache && isTrimmed(live)
+	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, key, live)
+	// A trimmed ConfigMap keeps its owner references, so a conflict is
+	// still told from the cache, below.
+	if err == nil && found && fromCache && isTrimmed(live) && (controlledBy(live, d.UID) || namesOwner(live, d.UID)) {
+		if trimmedMatches(live, d, data) {
+			return "", nil
+		}
+		// The cache holds a digest, not the data (TrimConfigMap): what to
+		// write is decided on the whole object, read from the API server.
+		live = &corev1.ConfigMap{}
+		if err = r.APIReader.Get(ctx, key, live); apierrors.IsNotFound(err) {
+			found, err = false, nil // deleted since the cache saw it
+		}
+	}
 	switch {
 	case err != nil:
 		return "", err
@@ -63,34 +76,14 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 		return r.restoreConfigMap(ctx, d, data)
 	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
 		return "", conflictWith("ConfigMap", "Drink", live)
-	case trimmed && trimmedMatches(live, d, data):
-		return "", nil
-	case trimmed:
-		// The cache holds a digest, not the data (TrimConfigMap): a write
-		// is computed from the whole object, read from the API server.
-		return r.correctConfigMap(ctx, d, data)
 	case configMapMatches(live, d, data):
 		return "", nil
 	}
-	return r.patchForDrink(ctx, live, d, data)
-}
-
-// correctConfigMap corrects the Drink's ConfigMap from what the API server
-// holds, after the cache said it differs from what the Drink wants.
-func (r *DrinkReconciler) correctConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
-	live := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.restoreConfigMap(ctx, d, data) // deleted since the cache saw it
-	case err != nil:
-		return "", err
-	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
-		return "", conflictWith("ConfigMap", "Drink", live)
-	case configMapMatches(live, d, data):
-		return "", nil // the cache is behind; its update event follows
+	reason := ReasonConfigMapCorrected
+	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
+		reason = ReasonConfigMapAdopted
 	}
-	return r.patchForDrink(ctx, live, d, data)
+	return reason, r.patchConfigMap(ctx, live, d, data)
 }
 
 // restoreConfigMap creates the Drink's missing ConfigMap.
@@ -112,16 +105,6 @@ func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drin
 		}
 	}
 	return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
-}
-
-// patchForDrink patches live, a whole ConfigMap read from the API server,
-// to what the Drink wants, and names the write's event reason.
-func (r *DrinkReconciler) patchForDrink(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) (string, error) {
-	reason := ReasonConfigMapCorrected
-	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
-		reason = ReasonConfigMapAdopted
-	}
-	return reason, r.patchConfigMap(ctx, live, d, data)
 }
 
 // createConfigMap creates the ConfigMap. A create, not an apply: should an
