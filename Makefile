@@ -143,20 +143,23 @@ HOST_ARCH := $(shell go env GOARCH)
 # The platforms of the multi-arch image: pure Go, cross-compiled, nothing emulated.
 PLATFORMS ?= linux/amd64 linux/arm64
 VERSION_PKG := github.com/example/myoperator/internal/version
-# build-for,ARCH: both binaries for linux/ARCH into bin/linux_ARCH/, stamped.
+# build-for,ARCH: the operator's two binaries and the Guestbook's server
+# (guestbook.Dockerfile's) for linux/ARCH into bin/linux_ARCH/, stamped.
 define build-for
 GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/manager .
 GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/bootstrap ./initcontainer
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/guestbook-server ./guestbookserver
 endef
 
 .PHONY: build
-build: ## Build the manager and bootstrap binaries (static, stamped with VERSION) into bin/ and bin/linux_<host arch>/.
+build: ## Build the manager, bootstrap and guestbook-server binaries (static, stamped with VERSION) into bin/ and bin/linux_<host arch>/.
 	$(call build-for,$(HOST_ARCH))
 	ln -f $(BIN)/linux_$(HOST_ARCH)/manager $(BIN)/manager
 	ln -f $(BIN)/linux_$(HOST_ARCH)/bootstrap $(BIN)/bootstrap
+	ln -f $(BIN)/linux_$(HOST_ARCH)/guestbook-server $(BIN)/guestbook-server
 
 .PHONY: build-multiarch
-build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compile both binaries for every platform in PLATFORMS into bin/linux_<arch>/.
+build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compile the three binaries for every platform in PLATFORMS into bin/linux_<arch>/.
 
 # build-linux-ARCH (no such file, so it always runs): one platform's binaries.
 build-linux-%:
@@ -222,17 +225,28 @@ E2E_ARGS ?=
 # namespace the suite runs in (make demo's cluster lives in $(NETNS));
 # empty runs it on the host, for a cluster reached over the network.
 E2E_KUBECONFIG ?=
-E2E_NETNS ?= $(NETNS)
+# E2E_NODE=real: the cluster the suite creates gets one real node
+# (hack/node/node.sh: containerd, kubelet, kube-proxy, built by make
+# node-binaries) instead of kwok nodes, and the suite installs the
+# production config/default; it runs in a namespace of its own, since
+# kube-proxy rewrites the namespace's iptables (docs/REAL-NODE.md).
+E2E_NODE ?= kwok
+E2E_NETNS ?= $(if $(filter real,$(E2E_NODE)),myoperator-node,$(NETNS))
+E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
 
 .PHONY: test-e2e
-test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) build ## End-to-end suites (e2e-framework) on a kwok cluster they create, or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
+test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly go test -tags e2e -count=1 -timeout 20m -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
+
+.PHONY: test-e2e-real
+test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default; not in make ci (README: "e2e on a real node").
+	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci
 ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks (make test-k8s-oldest runs apart).
@@ -351,6 +365,17 @@ test-image: docker-build-multiarch ## Check the images: manifest list of both pl
 .PHONY: docker-push
 docker-push: ## Push the image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
+
+# The Guestbook pods' image, OperatorConfig's default guestbook.image
+# (operatorv1alpha1.DefaultGuestbookImage names the same one). Its version
+# is its own: it moves when guestbookserver/ changes, not with the
+# operator's releases.
+GUESTBOOK_IMG ?= ghcr.io/example/myoperator-guestbook:v1.0.0
+
+.PHONY: guestbook-image
+guestbook-image: build ## Build the Guestbook pods' image GUESTBOOK_IMG for the host's architecture (guestbook-server, FROM scratch, uid 65532).
+	@if [ "$(CONTAINER_TOOL)" = podman ]; then hack/ensure-podman.sh; fi
+	$(CONTAINER_TOOL) build -f guestbook.Dockerfile -t $(GUESTBOOK_IMG) .
 
 ##@ Deployment
 

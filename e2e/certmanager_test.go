@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +61,7 @@ func certManagerIssues() features.Feature {
 			}
 			start := time.Now()
 			if out, err := kubectl(cfg, "apply", "--server-side", "-k", cm.overlay); err != nil {
-				t.Fatalf("kubectl apply -k config/e2e + config/certmanager: %v: %s", err, out)
+				t.Fatalf("kubectl apply -k %s + config/certmanager: %v: %s", installedConfig(), err, out)
 			}
 			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 				t.Fatal(err)
@@ -84,7 +85,7 @@ func certManagerIssues() features.Feature {
 			if err := kc.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil || got.Spec.Beverage != "tea" {
 				t.Fatalf("the Drink read through v1 (conversion webhook): %+v, %v", got.Spec, err)
 			}
-			fmt.Printf("e2e: the caBundle of every webhook and of the Drink conversion is cert-manager's CA; 127.0.0.1:9443 presents leaf %s; a Drink written through v1alpha1 reads through v1 as beverage %q\n", issued.serial(), got.Spec.Beverage)
+			fmt.Printf("e2e: the caBundle of every webhook and of the Drink conversion is cert-manager's CA; the webhook endpoint presents leaf %s; a Drink written through v1alpha1 reads through v1 as beverage %q\n", issued.serial(), got.Spec.Beverage)
 			return ctx
 		}).
 		Assess("a renewal under load: 0 failed requests, the CA kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -188,16 +189,20 @@ func startCertManager(cfg *envconf.Config) (*certManager, error) {
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- ../../config/e2e
+- ../../` + installedConfig() + `
 components:
 - ../../config/certmanager
-patches:
+`
+	if !mode.realNode {
+		// config/e2e's webhook URLs name localhost.
+		overlay += `patches:
 - target: {kind: Certificate, name: ` + servingCert + `}
   patch: |-
     - op: add
       path: /spec/dnsNames/-
       value: localhost
 `
+	}
 	if err := os.WriteFile(filepath.Join(cm.overlay, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
 		return nil, err
 	}
@@ -322,15 +327,24 @@ func caBundlesAre(ctx context.Context, caPEM []byte) string {
 	return ""
 }
 
-// servedSerial says how what the webhook endpoint (the suite's stand-in
-// for the Service, in front of every ready replica) presents differs from
-// the leaf with serial want, verified against ca as the API server would
-// for https://localhost:9443; "" when ten handshakes in a row present it.
+// servedSerial says how what the webhook endpoint (the Service on the real
+// node, else the suite's stand-in for it, in front of every ready replica)
+// presents differs from the leaf with serial want, verified against ca as
+// the API server would; "" when ten handshakes in a row present it.
 func servedSerial(ca *x509.Certificate, want string) string {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
+	addr, name := webhookAddr, "localhost"
+	if mode.realNode {
+		// The Service, as the API server calls it.
+		svc := &corev1.Service{}
+		if err := kc.Get(context.Background(), client.ObjectKey{Namespace: operatorNS, Name: webhookService}, svc); err != nil {
+			return err.Error()
+		}
+		addr, name = net.JoinHostPort(svc.Spec.ClusterIP, "443"), webhookService+"."+operatorNS+".svc"
+	}
 	for range 10 {
-		conn, err := tls.Dial("tcp", webhookAddr, &tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12})
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			return "handshake: " + err.Error()
 		}

@@ -55,7 +55,7 @@ func liveConfiguration() features.Feature {
 		}).
 		Assess("Drink ready", conditionTrueWithin("drink", configNS, "live", "Ready", 30*time.Second)).
 		Assess("logLevel Debug: every replica logs debug lines", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			marks = managerLogMarks()
+			marks = managerLogMarks(ctx)
 			patchConfig(t, cfg, `{"spec":{"logLevel":"Debug","managementState":"Managed"}}`)
 			configInEffect(ctx, t, operatorv1alpha1.LogDebug, operatorv1alpha1.Managed)
 			if why := noLogs(); why != "" {
@@ -77,7 +77,7 @@ func liveConfiguration() features.Feature {
 			// The standby applies the level from its own watch; give it
 			// the same moment the leader had.
 			time.Sleep(2 * time.Second)
-			marks = managerLogMarks()
+			marks = managerLogMarks(ctx)
 			if out, err := apply(cfg, "apiVersion: example.com/v1\nkind: Drink\nmetadata: {name: quiet, namespace: "+configNS+"}\nspec: {displayName: Quiet, beverage: tea}\n"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
@@ -178,15 +178,15 @@ func totalRestarts(ctx context.Context, t *testing.T) int32 {
 }
 
 // managerLogMarks records how long each running pod's manager log is
-// (nothing without the suite's runner).
-func managerLogMarks() map[string]int {
+// (nothing when the suite cannot read the logs: noLogs).
+func managerLogMarks(ctx context.Context) map[string]int {
 	marks := map[string]int{}
-	if runner == nil {
+	if noLogs() != "" {
 		return marks
 	}
-	for _, p := range runner.Pods() {
-		data, _ := os.ReadFile(runner.LogFile(p.Pod, "manager"))
-		marks[p.Pod] = len(data)
+	pods, _ := operatorPodList(ctx)
+	for _, p := range pods {
+		marks[p.name] = len(managerLog(p.name))
 	}
 	return marks
 }
@@ -195,10 +195,20 @@ func managerLogMarks() map[string]int {
 func managerLogsSince(marks map[string]int) map[string]string {
 	out := map[string]string{}
 	for pod, n := range marks {
-		data, _ := os.ReadFile(runner.LogFile(pod, "manager"))
-		if len(data) >= n {
-			out[pod] = string(data[n:])
+		if data := managerLog(pod); len(data) >= n {
+			out[pod] = data[n:]
 		}
 	}
+	return out
+}
+
+// managerLog is the manager container's log of an operator pod: the
+// suite's runner's file, or on the real node the kubelet's (kubectl logs).
+func managerLog(pod string) string {
+	if runner != nil {
+		data, _ := os.ReadFile(runner.LogFile(pod, "manager"))
+		return string(data)
+	}
+	out, _ := containerLog(pod, "manager")
 	return out
 }

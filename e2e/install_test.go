@@ -29,7 +29,9 @@ var operatorCRDs = []string{"drinks.example.com", "guestbooks.webapp.my.domain",
 // the namespace enforces Pod Security restricted and still admitted the
 // Deployment's pods; the initContainer created OperatorConfig cluster with
 // the defaults (skipped for an existing cluster's OperatorConfig that its
-// users have edited since); it is Available and kstatus Current.
+// users have edited since); it is Available and kstatus Current; with the
+// production wiring, the webhooks go through the Service with the injected
+// CA and reach only Ready pods (wiring_test.go).
 func installAndBootstrap() features.Feature {
 	return features.New("install and bootstrap").WithLabel("area", "install").
 		Assess("CRDs established", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -109,6 +111,8 @@ func installAndBootstrap() features.Feature {
 			kstatusCurrentWithin(ctx, t, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, operatorNS, operatorDeployment, 60*time.Second)
 			return ctx
 		}).
+		Assess("every webhook and the Drink conversion name the webhook Service, with the injected CA", assessWebhookWiring).
+		Assess("the API server's webhook calls reach only Ready pods (per-pod counters, a replica held not Ready)", assessReadyEndpointsOnly).
 		Feature()
 }
 

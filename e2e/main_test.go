@@ -72,7 +72,10 @@ var (
 // the project's own binaries: it builds the operator's image, installs
 // config/e2e with kubectl and runs the Deployment's pods from the image
 // under podman; the cluster is deleted at the end unless
-// E2E_KEEP_CLUSTER=1. With an existing cluster (--kubeconfig or
+// E2E_KEEP_CLUSTER=1. With E2E_NODE=real the cluster has one real node
+// instead (hack/node/node.sh): the images go into its containerd, the
+// production config/default is installed unmodified and the kubelet runs
+// the operator's and the Guestbook's pods. With an existing cluster (--kubeconfig or
 // E2E_KUBECONFIG) it creates and deletes nothing: it installs the operator
 // with make deploy, or with E2E_SKIP_INSTALL=1 checks that it is there and
 // ready. On a failure the logs it can reach are collected. It ends with a
@@ -99,7 +102,20 @@ func TestMain(m *testing.M) {
 		cfg.WithKubeconfigFile(mode.kubeconfig)
 	}
 	suite = env.NewWithConfig(cfg)
-	if mode.created() {
+	switch {
+	case mode.realNode:
+		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
+		suite.Setup(
+			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
+			step("cluster with a real node (hack/node/node.sh up: containerd, kubelet, kube-proxy)", startNode),
+			step("clients", makeClients),
+			step("operator image (podman build) imported into the node's containerd", buildImage),
+			step("Guestbook server image (podman build) imported into the node's containerd", buildGuestbookImage),
+			step("install (kubectl apply -k config/default, the production manifests)", install),
+			step("operator ready: 2 pods Ready through the kubelet's probes, Lease held", operatorReady),
+			step("the node and the operator's containers", printNode),
+		)
+	case mode.created():
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
 		suite.Setup(
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
@@ -111,7 +127,7 @@ func TestMain(m *testing.M) {
 			step("install (kubectl apply -k config/e2e)", install),
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
 		)
-	} else {
+	default:
 		setup := []env.Func{step("existing cluster: clients, API server ready", existingCluster)}
 		if mode.fakeNodes > 0 {
 			setup = append(setup, step(fmt.Sprintf("fake nodes (E2E_FAKE_NODES=%d)", mode.fakeNodes), addNodes(mode.fakeNodes)))
@@ -146,6 +162,8 @@ func TestMain(m *testing.M) {
 		finish = append(finish, leaveCluster)
 	case os.Getenv("E2E_KEEP_CLUSTER") == "1":
 		finish = append(finish, keepCluster)
+	case mode.realNode:
+		finish = append(finish, step("stop the node and delete the cluster (hack/node/node.sh down)", stopNode))
 	default:
 		finish = append(finish, step("delete the cluster", envfuncs.DestroyCluster(clusterName)))
 	}
@@ -259,12 +277,13 @@ func addNodes(n int) env.Func {
 	}
 }
 
-// operatorImages are the images of the operator's pod template as
-// config/e2e renders it.
+// operatorImages are the images of the operator's pod template as the
+// suite's install (installedConfig) renders it.
 func operatorImages() ([]string, error) {
-	out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, "config", "e2e")).Output()
+	dir := installedConfig()
+	out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, dir)).Output()
 	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize config/e2e: %w", err)
+		return nil, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
 	}
 	seen := map[string]bool{}
 	var images []string
@@ -275,12 +294,12 @@ func operatorImages() ([]string, error) {
 		}
 	}
 	if len(images) == 0 {
-		return nil, fmt.Errorf("config/e2e names no operator image")
+		return nil, fmt.Errorf("%s names no operator image", dir)
 	}
 	return images, nil
 }
 
-// buildImage builds the image that config/e2e's pod template names from
+// buildImage builds the image that the install's pod template names from
 // the project's Dockerfile (FROM scratch, offline) and the binaries make
 // build wrote.
 func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error) {
@@ -302,6 +321,9 @@ func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error)
 		return ctx, fmt.Errorf("%w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", strings.Join(images, ", "))
+	if mode.realNode {
+		return ctx, importImages(images...)
+	}
 	return ctx, nil
 }
 
@@ -333,11 +355,11 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 }
 
 // install installs the operator: on the suite's cluster with kubectl
-// apply -k config/e2e; on an existing one with make deploy (deployArgs), as
+// apply -k config/e2e (kwok) or config/default (real node); on an existing one with make deploy (deployArgs), as
 // a user would.
 func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if mode.created() {
-		return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, "config", "e2e"))(ctx, cfg)
+		return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, installedConfig()))(ctx, cfg)
 	}
 	if out, err := makeTarget(cfg, deployArgs()...); err != nil {
 		return ctx, fmt.Errorf("make %s: %w\n%s", strings.Join(deployArgs(), " "), err, out)
@@ -480,8 +502,11 @@ func collectLogs(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	if !failed.Load() {
 		return ctx, nil
 	}
-	if runner == nil {
+	if runner == nil && !mode.realNode {
 		fmt.Printf("e2e: the operator's container logs: not collected (%s)\n", noLogs())
+	}
+	if mode.realNode {
+		printNodeLogs(ctx, cfg)
 	}
 	for _, f := range runnerLogFiles() {
 		data, _ := os.ReadFile(f)
@@ -491,7 +516,7 @@ func collectLogs(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	}
 	out, _ := kubectl(cfg, "get", "pods,events", "-A", "-o", "wide")
 	fmt.Printf("----- pods and events\n%s", out)
-	if !mode.created() {
+	if !mode.created() || mode.realNode {
 		return ctx, nil
 	}
 	dest := filepath.Join(logDir, "cluster")

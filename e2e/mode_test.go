@@ -37,6 +37,11 @@ type suiteMode struct {
 	// existing cluster (E2E_IMG, E2E_DEPLOY_CONFIG); "" leaves the
 	// Makefile's default.
 	img, deployConfig string
+	// realNode (E2E_NODE=real): the cluster the suite creates has one real
+	// node (containerd, kubelet, kube-proxy: hack/node/node.sh) instead of
+	// kwok nodes, and the operator goes in as config/default, the
+	// production manifests, its pods run by the kubelet.
+	realNode bool
 }
 
 // mode is set by TestMain before any feature runs.
@@ -57,6 +62,13 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 		img:          os.Getenv("E2E_IMG"),
 		deployConfig: os.Getenv("E2E_DEPLOY_CONFIG"),
 	}
+	switch n := os.Getenv("E2E_NODE"); n {
+	case "", "kwok":
+	case "real":
+		m.realNode = true
+	default:
+		return m, fmt.Errorf("E2E_NODE=%q: want kwok (the default) or real", n)
+	}
 	if m.kubeconfig == "" {
 		m.kubeconfig = os.Getenv("E2E_KUBECONFIG")
 	}
@@ -64,6 +76,9 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 		if _, err := fmt.Sscan(n, &m.fakeNodes); err != nil || m.fakeNodes < 0 {
 			return m, fmt.Errorf("E2E_FAKE_NODES=%q: want a number of nodes", n)
 		}
+	}
+	if m.realNode && !m.created() {
+		return m, fmt.Errorf("E2E_NODE=real starts a cluster with a real node; it does not go with an existing cluster (E2E_KUBECONFIG or --kubeconfig)")
 	}
 	if m.created() {
 		for _, v := range []string{"E2E_SKIP_INSTALL", "E2E_ALLOW_DESTRUCTIVE", "E2E_FAKE_NODES", "E2E_IMG", "E2E_DEPLOY_CONFIG"} {
@@ -90,8 +105,11 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 }
 
 func (m suiteMode) String() string {
+	if m.realNode {
+		return "the cluster the suite creates with one real node, E2E_NODE=real (containerd, kubelet, kube-proxy from hack/node/node.sh; operator installed with kubectl apply -k config/default, the production manifests; its pods run by the kubelet)"
+	}
 	if m.created() {
-		return "the kwok cluster the suite creates (operator installed with kubectl apply -k config/e2e, its pods run by the suite under podman)"
+		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with kubectl apply -k config/e2e, its pods run by the suite under podman)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "existing cluster %s (", m.kubeconfig)
@@ -116,11 +134,12 @@ func (m suiteMode) String() string {
 func deployArgs() []string {
 	args := []string{"deploy"}
 	if mode.created() {
+		dir := installedConfig()
 		images, err := operatorImages()
 		if err != nil || len(images) == 0 {
-			return append(args, "IMG=(config/e2e names no image)", "DEPLOY_CONFIG=config/e2e")
+			return append(args, "IMG=("+dir+" names no image)", "DEPLOY_CONFIG="+dir)
 		}
-		return append(args, "IMG="+images[0], "DEPLOY_CONFIG=config/e2e")
+		return append(args, "IMG="+images[0], "DEPLOY_CONFIG="+dir)
 	}
 	if mode.img != "" {
 		args = append(args, "IMG="+mode.img)
@@ -161,10 +180,10 @@ func ownCluster(what string) string {
 }
 
 // noLogs is "" when the suite can read the operator's container logs:
-// from its own pod runner. Against an existing cluster it does not run the
-// pods.
+// from its own pod runner, or on its real node from the kubelet (kubectl
+// logs). Against an existing cluster it does not run the pods.
 func noLogs() string {
-	if runner != nil {
+	if runner != nil || mode.realNode {
 		return ""
 	}
 	return "the manager's log is read from the suite's pod runner, and on a cluster the suite did not create it does not run the operator's pods"
@@ -321,6 +340,9 @@ func killLeader(cfg *envconf.Config, pod string) error {
 	if runner != nil {
 		return runner.Kill(pod, "manager")
 	}
+	if mode.realNode {
+		return killContainer(cfg, pod, "manager")
+	}
 	if out, err := kubectl(cfg, "delete", "pod", "-n", operatorNS, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}
@@ -331,6 +353,9 @@ func killLeader(cfg *envconf.Config, pod string) error {
 func killMethod() string {
 	if runner != nil {
 		return "SIGKILL the leader's manager container"
+	}
+	if mode.realNode {
+		return "SIGKILL the leader's manager container through the CRI (ctr tasks kill)"
 	}
 	return "delete the leader's pod (kubectl delete pod --grace-period=0 --force)"
 }

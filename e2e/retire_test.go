@@ -290,14 +290,7 @@ func restoreV1alpha1(t *testing.T, cfg *envconf.Config) {
 
 // installedDrinkCRD is the Drink CRD as the suite's install rendered it.
 func installedDrinkCRD() ([]byte, error) {
-	dir := "config/e2e"
-	if !mode.created() {
-		dir = "config/default"
-		if mode.deployConfig != "" {
-			dir = mode.deployConfig
-		}
-	}
-	docs, err := manifests.Kustomize(dir)
+	docs, err := manifests.Kustomize(installedConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +303,7 @@ func installedDrinkCRD() ([]byte, error) {
 			return doc, nil
 		}
 	}
-	return nil, fmt.Errorf("%s renders no Drink CRD", dir)
+	return nil, fmt.Errorf("%s renders no Drink CRD", installedConfig())
 }
 
 // namesV1alpha1 tells whether one of entries (entryVersions) names

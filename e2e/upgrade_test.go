@@ -220,9 +220,12 @@ func applyServerSide(cfg *envconf.Config, manifest string) (string, error) {
 }
 
 // installedConfig is the kustomization the operator was installed from:
-// config/e2e on the suite's cluster, make deploy's DEPLOY_CONFIG on an
-// existing one.
+// config/e2e on the suite's kwok cluster, the production config/default on
+// its real node, make deploy's DEPLOY_CONFIG on an existing one.
 func installedConfig() string {
+	if mode.realNode {
+		return "config/default"
+	}
 	if mode.created() {
 		return "config/e2e"
 	}

@@ -32,6 +32,9 @@ type operand struct {
 	owned func() (any, error)
 	// guard makes desired apply only to the object with this UID.
 	guard func(types.UID)
+	// added lists the paths of fields desired sets that the previous
+	// release did not (see lostFields).
+	added []string
 }
 
 // ensureOperand converges one operand. It creates the object when the name
@@ -75,7 +78,7 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 		if err != nil {
 			return err
 		}
-		lost = lostFields(want, have, live, "")
+		lost = lostFields(want, have, live, "", op.added)
 	}
 	// The UID makes the apply fail rather than reach an object that
 	// replaced this one since the cache saw it.
@@ -141,7 +144,12 @@ func asTrees(a, b any) (any, any, error) {
 // A field the operator does not own but whose value is already the wanted
 // one was changed by nobody: a release that did not apply it before (a
 // defaulted protocol, say) takes it over without a correction to report.
-func lostFields(want, have, live any, path string) []string {
+// Nor was a field of added (paths as reported here) that live lacks
+// altogether: the previous release never set it, and the first apply after
+// an upgrade adds it. (Managed fields cannot tell that from another
+// writer's removal of it, which is reverted all the same, only without the
+// event.)
+func lostFields(want, have, live any, path string, added []string) []string {
 	var lost []string
 	switch w := want.(type) {
 	case map[string]any:
@@ -150,8 +158,8 @@ func lostFields(want, have, live any, path string) []string {
 		for _, k := range slices.Sorted(maps.Keys(w)) {
 			p := strings.TrimPrefix(path+"."+k, ".")
 			if hv, ok := h[k]; ok {
-				lost = append(lost, lostFields(w[k], hv, l[k], p)...)
-			} else if !holds(l[k], w[k]) {
+				lost = append(lost, lostFields(w[k], hv, l[k], p, added)...)
+			} else if !holds(l[k], w[k]) && (l[k] != nil || !slices.Contains(added, p)) {
 				lost = append(lost, p)
 			}
 		}
@@ -165,7 +173,7 @@ func lostFields(want, have, live any, path string) []string {
 				lv = l[i]
 			}
 			if i < len(h) {
-				lost = append(lost, lostFields(w[i], h[i], lv, p)...)
+				lost = append(lost, lostFields(w[i], h[i], lv, p, added)...)
 			} else if !holds(lv, w[i]) {
 				lost = append(lost, p)
 			}

@@ -88,6 +88,8 @@ func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulS
 	container := corev1ac.Container().WithName("guestbook").WithImage(image).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/guestbook").WithReadOnly(true)).
+		WithReadinessProbe(readinessProbe()).
+		WithLivenessProbe(livenessProbe()).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}).
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")})).
@@ -108,6 +110,30 @@ func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulS
 	return appsv1ac.StatefulSet(g.Name, ns).WithLabels(labels).WithOwnerReferences(guestbookOwner(g)).WithSpec(spec)
 }
 
+// readinessProbe is the guestbook server's /readyz. Failover follows it:
+// one failed probe marks the pod not Ready (failureThreshold 1, every 2 s),
+// and the reconcile that the pod's status change triggers promotes a Ready
+// standby, so a standby becomes active within one period plus one
+// reconcile. Every field the API server would default is set, so that the
+// probe the operator owns reads back as it is written.
+func readinessProbe() *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().WithHTTPGet(httpGet("/readyz")).
+		WithPeriodSeconds(2).WithFailureThreshold(1).WithSuccessThreshold(1).WithTimeoutSeconds(1)
+}
+
+// livenessProbe is the guestbook server's /healthz, which fails only when
+// the server no longer answers: the kubelet restarts the container after
+// 30 s of that. It is patient on purpose: a restart is no failover.
+func livenessProbe() *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().WithHTTPGet(httpGet("/healthz")).
+		WithPeriodSeconds(10).WithFailureThreshold(3).WithSuccessThreshold(1).WithTimeoutSeconds(1)
+}
+
+// httpGet is a GET of path on the container's port "http".
+func httpGet(path string) *corev1ac.HTTPGetActionApplyConfiguration {
+	return corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString("http")).WithScheme(corev1.URISchemeHTTP)
+}
+
 // serviceFor is the Service that selects only the active pod.
 func serviceFor(g *webappv1.Guestbook, ns string) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(g.Name, ns).WithLabels(guestbookLabels(g)).WithOwnerReferences(guestbookOwner(g)).
@@ -124,7 +150,16 @@ func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1
 		kind: "StatefulSet", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
 		owned: func() (any, error) { return appsv1ac.ExtractStatefulSet(live, FieldOwner) },
 		guard: func(uid types.UID) { desired.WithUID(uid) },
+		added: statefulSetAdded,
 	})
+}
+
+// statefulSetAdded are the fields of statefulSetFor that the previous
+// release (v0.2.0) did not set: on a StatefulSet it applied, their absence
+// is the upgrade, not another writer's change (RELEASES.md, Operands).
+var statefulSetAdded = []string{
+	"spec.template.spec.containers[0].livenessProbe",
+	"spec.template.spec.containers[0].readinessProbe",
 }
 
 // ensureService converges the Guestbook's Service.

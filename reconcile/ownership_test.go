@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -307,6 +308,42 @@ func TestGuestbookDriftReverted(t *testing.T) {
 			}
 			if img := sts.Spec.Template.Spec.Containers[0].Image; img == "example.com/other:latest" {
 				return "image still " + img
+			}
+			return ""
+		},
+	}, {
+		// The probes are the operator's: failover follows the readiness
+		// probe, so its period and threshold are not anyone's to change.
+		name: "readiness probe edited", event: "StatefulSetCorrected", field: "spec.template.spec.containers[0].readinessProbe.periodSeconds",
+		drift: func() error {
+			sts := &appsv1.StatefulSet{}
+			if err := k8s.Get(testCtx, key, sts); err != nil {
+				return err
+			}
+			c := &sts.Spec.Template.Spec.Containers[0]
+			if c.ReadinessProbe == nil {
+				return fmt.Errorf("the StatefulSet's container has no readiness probe")
+			}
+			c.ReadinessProbe.PeriodSeconds = 30
+			return k8s.Update(testCtx, sts, client.FieldOwner("kubectl-edit"))
+		},
+		reverted: func() string {
+			sts := &appsv1.StatefulSet{}
+			if err := k8s.Get(testCtx, key, sts); err != nil {
+				return err.Error()
+			}
+			c := sts.Spec.Template.Spec.Containers[0]
+			get := func(path string) corev1.ProbeHandler {
+				return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}}
+			}
+			want := map[string]*corev1.Probe{
+				"readiness": {ProbeHandler: get("/readyz"), PeriodSeconds: 2, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1},
+				"liveness":  {ProbeHandler: get("/healthz"), PeriodSeconds: 10, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1},
+			}
+			for kind, got := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				if diff := cmp.Diff(want[kind], got); diff != "" {
+					return fmt.Sprintf("%s probe (-want +got):\n%s", kind, diff)
+				}
 			}
 			return ""
 		},

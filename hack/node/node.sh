@@ -5,16 +5,21 @@
 # the project's network namespace. Run as root, after make node-binaries and
 # make k8s-binaries (outside the namespace: nothing downloads here).
 #
-# Usage: hack/node/node.sh up|down|smoke
+# Usage: hack/node/node.sh up|down|smoke|import IMAGE...|kill CONTAINER-ID
 #   up     start the cluster, containerd (pause and hello images imported),
 #          the kubelet and kube-proxy; wait for the Node to be Ready
+#   import copy images from podman's store into the node's containerd
+#          (podman save, ctr images import): what the e2e suite runs there
+#   kill   SIGKILL a container through the runtime (ctr tasks kill), as an
+#          OOM kill or a crash would: the kubelet restarts it
 #   smoke  a hello Deployment + ClusterIP Service: pod IP, ClusterIP, logs,
 #          pod -> API server, API server -> webhook Service, container
 #          killed through the runtime, a static pod
 #   down   stop every process up started, unmount what they mounted, delete
 #          the cluster and the bridge (idempotent)
 # Environment: NODE_BIN, K8S_BIN (binary folders), NETNS, NODE_WORK (state
-# folder, default /tmp/myoperator-node), NODE_NAME.
+# folder, default /tmp/myoperator-node), NODE_NAME, KEEP_NETNS=1 (down keeps
+# the namespace).
 #
 # Every daemon runs under `nsenter --net` only (hack/netns.sh): `ip netns exec`
 # would remount /sys, and runc then finds no cgroups (FACTS.md).
@@ -372,8 +377,10 @@ down() {
   # parent) made in every v1 hierarchy; rmdir removes only empty ones.
   find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/k8s.io -depth -type d -exec rmdir {} + 2>/dev/null || true
   # kube-proxy's rules and the bridge live in the namespace: delete it when
-  # it is the experiment's own (the shared test namespace only loses cni0).
-  if [ "$NETNS" = myoperator-test ]; then in_ns ip link del cni0 2>/dev/null || true
+  # it is the experiment's own (the shared test namespace only loses cni0),
+  # unless KEEP_NETNS=1 says that the caller runs in it (the e2e suite: a
+  # later up would otherwise make a new namespace of the same name).
+  if [ "$NETNS" = myoperator-test ] || [ -n "${KEEP_NETNS:-}" ]; then in_ns ip link del cni0 2>/dev/null || true
   else ip netns del "$NETNS" 2>/dev/null || true; fi
   say "down: left: $(awk -v w="$W" 'index($5, w) == 1' /proc/self/mountinfo | wc -l) mounts under $W, $(find /sys/fs/cgroup/*/kubepods -maxdepth 0 2>/dev/null | wc -l) kubepods cgroups"
 }
@@ -392,9 +399,26 @@ stop() {
   say "stopped $1"
 }
 
+# import IMAGE...: each image from podman's store into containerd's k8s.io
+# namespace, where the kubelet finds it (imagePullPolicy IfNotPresent or
+# Never): nothing is pulled on the node.
+import_images() {
+  local img tar
+  for img in "$@"; do
+    tar=$W/import-$$.tar
+    rm -f "$tar"
+    podman save --format oci-archive -o "$tar" "$img" >/dev/null
+    ctr images import "$tar" >/dev/null
+    rm -f "$tar"
+    say "imported $img"
+  done
+}
+
 case "$cmd" in
   up) up ;;
+  import) shift; import_images "$@" ;;
+  kill) ctr tasks kill -s KILL "${2:?usage: node.sh kill CONTAINER-ID}" ;;
   down) down ;;
   smoke) smoke ;;
-  *) echo "usage: node.sh up|down|smoke" >&2; exit 2 ;;
+  *) echo "usage: node.sh up|down|smoke|import IMAGE...|kill CONTAINER-ID" >&2; exit 2 ;;
 esac

@@ -76,7 +76,7 @@ func TestValidateOperatorConfig(t *testing.T) {
 		c    *operatorv1alpha1.OperatorConfig
 		want string
 	}{
-		{"valid", cfg("cluster", "guestbook", "registry.k8s.io/pause:3.10"), ""},
+		{"valid", cfg("cluster", "guestbook", "ghcr.io/example/myoperator-guestbook:v1.0.0"), ""},
 		{"omitted fields", cfg("cluster", "", ""), ""},
 		{"image by digest", cfg("cluster", "gb", "app@sha256:"+strings.Repeat("a", 64)), ""},
 		{"image with registry port", cfg("cluster", "gb", "localhost:5000/team/app:v1"), ""},

@@ -86,7 +86,7 @@ func TestDefaultGuestbookAndOperatorConfig(t *testing.T) {
 	want := operatorv1alpha1.OperatorConfigSpec{
 		ManagementState: operatorv1alpha1.Managed, LogLevel: operatorv1alpha1.LogDebug,
 		Drinks:    operatorv1alpha1.DrinksConfig{DefaultSize: "Medium"},
-		Guestbook: operatorv1alpha1.GuestbookConfig{Namespace: "guestbook", Image: "registry.k8s.io/pause:3.10"},
+		Guestbook: operatorv1alpha1.GuestbookConfig{Namespace: "guestbook", Image: "ghcr.io/example/myoperator-guestbook:v1.0.0"},
 	}
 	if diff := cmp.Diff(want, c.Spec); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

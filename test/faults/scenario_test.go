@@ -513,7 +513,7 @@ func (s *scenario) cleanup() {
 	_ = s.h.c.Delete(s.h.ctx, &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: s.gb}})
 	deadline := time.Now().Add(stepTimeout)
 	for {
-		err := s.setConfig("registry.k8s.io/pause:3.10", "Medium")
+		err := s.setConfig(operatorv1alpha1.DefaultGuestbookImage, "Medium")
 		why := s.collectGarbage()
 		if err == nil && why == "" {
 			snap, err := s.snapshot()

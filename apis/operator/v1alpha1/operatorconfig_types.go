@@ -54,7 +54,7 @@ const (
 	DefaultLogLevel           = LogInfo
 	DefaultDrinkSize          = DrinkSize("Medium")
 	DefaultGuestbookNamespace = "guestbook"
-	DefaultGuestbookImage     = "registry.k8s.io/pause:3.10"
+	DefaultGuestbookImage     = "ghcr.io/example/myoperator-guestbook:v1.0.0"
 )
 
 // OperatorConfigSpec is how the operator should behave.
@@ -100,9 +100,12 @@ type GuestbookConfig struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
 
-	// Image is the container image of the Guestbook pods.
+	// Image is the container image of the Guestbook pods: by default the
+	// guestbook server the operator's project builds. Another image must
+	// answer the pods' probes on port 8080: GET /readyz (readiness, which
+	// failover follows) and GET /healthz (liveness).
 	// +optional
-	// +kubebuilder:default="registry.k8s.io/pause:3.10"
+	// +kubebuilder:default="ghcr.io/example/myoperator-guestbook:v1.0.0"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="image must not contain spaces"
