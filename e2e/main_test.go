@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 	"sigs.k8s.io/e2e-framework/third_party/kwok"
 
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/podrunner"
 	"github.com/example/myoperator/internal/scheme"
@@ -459,7 +461,15 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 		}
 		holder, _ := leaseHolder(ctx)
 		if err == nil && ready == replicas && len(pods) == replicas && slices.Contains(names, holder) {
-			fmt.Printf("e2e: %d operator pods ready, leader %s\n", ready, holder)
+			// Ready pods are not yet endpoints everywhere: kube-proxy
+			// programs the Service a moment after the EndpointSlice
+			// changes, and until then the API server's webhook calls are
+			// refused.
+			took, err := webhooksAnswer(ctx, time.Until(deadline)+5*time.Second)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("e2e: %d operator pods ready, leader %s; the webhooks answer %s later\n", ready, holder, took.Round(time.Millisecond))
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -473,6 +483,24 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("%d of %d operator pods ready (pods %v), lease holder %q after %s; see %s", ready, replicas, names, holder, timeout, where)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// webhooksAnswer waits until a server-side dry run of a v1 Drink passes
+// the admission webhooks, and says how long that took.
+func webhooksAnswer(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for {
+		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e2e-webhook-check"},
+			Spec: drinksv1.DrinkSpec{DisplayName: "Check", Beverage: "tea"}}
+		err := kc.Create(ctx, d, client.DryRunAll)
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > timeout {
+			return 0, fmt.Errorf("the operator's pods are ready, but a server-side dry run of a v1 Drink still fails after %s: %w", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

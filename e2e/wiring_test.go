@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -377,27 +376,11 @@ func sendWebhookCalls(ctx context.Context, t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 6 {
-		wg.Go(func() {
-			for i := range next {
-				d := &drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: wiringNS, Name: fmt.Sprintf("call-%d", i)},
-					Spec: drinksv1alpha1.DrinkSpec{Name: "Tea", Drink: "tea"}}
-				if err := c.Create(ctx, d, client.DryRunAll); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range testenv.InParallel(n, 6, func(i int) error {
+		d := &drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: wiringNS, Name: fmt.Sprintf("call-%d", i)},
+			Spec: drinksv1alpha1.DrinkSpec{Name: "Tea", Drink: "tea"}}
+		return c.Create(ctx, d, client.DryRunAll)
+	}) {
 		t.Errorf("a dry-run create through the webhooks failed: %v", err)
 	}
 }

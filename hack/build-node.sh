@@ -9,9 +9,10 @@
 #   containerd-shim-runc-v2      (module hack/node/containerd; CRI built in)
 #   cni/{bridge,host-local,      github.com/containernetworking/plugins
 #        loopback,portmap}       (module hack/node/cni)
-#   pause.tar, hello.tar         hack/node/{pause,hello}: the sandbox image and
-#                                an HTTP workload, OCI archives of FROM scratch
-#                                images built by podman
+#   pause.tar, hello.tar         hack/node/pause (the sandbox image) and
+#                                guestbookserver/ (the smoke's HTTP workload),
+#                                OCI archives of FROM scratch images built by
+#                                podman
 #
 # runc and iptables come from Debian's packages (checked, not built).
 #
@@ -73,15 +74,21 @@ done
 # archive that `ctr -n k8s.io images import` takes. podman only copies a file
 # (no RUN), so no container runtime is involved and nothing is pulled.
 #   pause  the pods' sandbox (containerd's pinned sandbox image)
-#   hello  a tiny HTTP server, the experiment's workload
+#   hello  node.sh smoke's workload: the Guestbook server (guestbookserver/,
+#          the project's own module), an HTTP server with a readiness endpoint
+# image NAME REF MODULE-DIR PKG: PKG built into $out/NAME, then a FROM scratch
+# image of it: MODULE-DIR's Containerfile, or else the binary alone as uid
+# 65532.
 image() {
-  local name=$1 ref=$2
-  build "$name" "hack/node/$name" . "-s -w"
+  local name=$1 ref=$2 dir=$3 pkg=$4
+  build "$name" "$dir" "$pkg" "-s -w"
   if [ -s "$out/$name.tar" ]; then step "$name.tar: present"; return; fi
   command -v podman >/dev/null || fail "podman is missing (hack/ensure-podman.sh installs it)"
   step "$name.tar: podman build $ref..."
   local ctx; ctx=$(mktemp -d)
-  cp "$out/$name" "$root/hack/node/$name/Containerfile" "$ctx/"
+  cp "$out/$name" "$ctx/"
+  if [ -f "$root/$dir/Containerfile" ]; then cp "$root/$dir/Containerfile" "$ctx/"
+  else printf 'FROM scratch\nCOPY %s /%s\nUSER 65532:65532\nENTRYPOINT ["/%s"]\n' "$name" "$name" "$name" >"$ctx/Containerfile"; fi
   podman build -q -f "$ctx/Containerfile" -t "$ref" "$ctx" >/dev/null || { rm -rf "$ctx"; fail "podman build of $ref"; }
   rm -rf "$ctx"
   rm -f "$out/$name.tar.tmp"
@@ -90,8 +97,8 @@ image() {
   echo "$ref" > "$out/$name.image"
   step "$name.tar: done ($(du -k "$out/$name.tar" | cut -f1) KiB, $ref)"
 }
-image pause "$PAUSE_IMAGE"
-image hello "${HELLO_IMAGE:-localhost/myoperator/hello:1}"
+image pause "$PAUSE_IMAGE" hack/node/pause .
+image hello "${HELLO_IMAGE:-localhost/myoperator/hello:2}" . ./guestbookserver
 
 for tool in runc iptables; do
   command -v "$tool" >/dev/null || fail "$tool is missing: apt-get install -y $tool (Debian's package; not built here)"

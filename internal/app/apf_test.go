@@ -364,27 +364,11 @@ func watchLease(ctx context.Context, t *testing.T, cs kubernetes.Interface) *lea
 // a time.
 func createDrinks(ctx context.Context, t *testing.T, admin client.Client, ns string, n int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%04d", i)},
-					Spec: drinksv1.DrinkSpec{DisplayName: fmt.Sprintf("Drink %d", i), Beverage: "tea"}}
-				if err := admin.Create(ctx, d); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range testenv.InParallel(n, 8, func(i int) error {
+		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%04d", i)},
+			Spec: drinksv1.DrinkSpec{DisplayName: fmt.Sprintf("Drink %d", i), Beverage: "tea"}}
+		return admin.Create(ctx, d)
+	}) {
 		t.Fatalf("creating Drinks in %s: %v", ns, err)
 	}
 }

@@ -26,6 +26,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
@@ -297,17 +299,48 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	// Ready also means the informers have synced: a replica that cannot
-	// see the cluster yet must not take webhook traffic.
-	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return errors.New("caches not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cachesReady(mgr.GetCache(), o.DisableWebhooks)); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// webhookReads are the kinds the webhooks read from the cache: the
+// OperatorConfig (Drink defaults, when the API server does not answer) and
+// the Guestbooks (whose ConfigMap names are taken).
+func webhookReads() []client.Object {
+	return []client.Object{&operatorv1alpha1.OperatorConfig{}, &webappv1.Guestbook{}}
+}
+
+// cachesReady is the readiness check of the caches. Ready means that the
+// informers the webhooks read have synced: a replica that cannot see the
+// OperatorConfig and the Guestbooks yet must not take webhook traffic. It
+// does not wait for the Drinks' informer: when Drinks are stored in an
+// older version (an upgrade from v1alpha1 storage, before the migration),
+// its first LIST goes through the conversion webhook, which the webhook
+// Service sends only to Ready pods; waiting for it would keep every
+// replica unready for good (found on a real node, E2E_NODE=real). A
+// replica without webhooks waits for every informer, as nothing depends
+// on its readiness.
+func cachesReady(c cache.Cache, noWebhooks bool) healthz.Checker {
+	return func(req *http.Request) error {
+		if noWebhooks {
+			if !c.WaitForCacheSync(req.Context()) {
+				return errors.New("caches not synced")
+			}
+			return nil
+		}
+		for _, obj := range webhookReads() {
+			inf, err := c.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
+			if err != nil {
+				return fmt.Errorf("the %T informer: %w", obj, err)
+			}
+			if !inf.HasSynced() {
+				return fmt.Errorf("the %T cache has not synced", obj)
+			}
+		}
+		return nil
+	}
 }
 
 // addControllers adds the storage migration and the reconcilers.

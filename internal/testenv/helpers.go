@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,4 +65,33 @@ func WriteKubeconfig(env *envtest.Environment) (string, func(), error) {
 		return "", nil, err
 	}
 	return path, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// InParallel calls f for 0..n-1 from the given number of workers and
+// returns the errors f returned: what tests use to load an API server
+// the way several clients at once do.
+func InParallel(n, workers int, f func(i int) error) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
 }
