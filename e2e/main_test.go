@@ -343,7 +343,7 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	if err != nil {
 		return ctx, err
 	}
-	if proxy, err = podrunner.StartServiceProxy(webhookAddr, func() ([]int, []int) { return runner.Endpoints(9443) }); err != nil {
+	if proxy, err = podrunner.StartServiceProxy(webhookAddr, func() []int { return runner.Endpoints(9443) }); err != nil {
 		return ctx, fmt.Errorf("webhook Service stand-in on %s (is a run-local manager still running?): %w", webhookAddr, err)
 	}
 	var runCtx context.Context

@@ -23,6 +23,7 @@ const uninstallNS = "e2e-uninstall"
 // custom resource stuck on a finalizer, the Drinks' ConfigMaps collected.
 // A fresh install afterwards works.
 func uninstallAndReinstall() features.Feature {
+	var deleteStart time.Time
 	return features.New("uninstall and reinstall").WithLabel("area", "uninstall").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			var m strings.Builder
@@ -40,10 +41,22 @@ func uninstallAndReinstall() features.Feature {
 			return ctx
 		}).
 		Assess("kubectl delete -k "+installedConfig()+" completes with Drinks present", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			deleteStart = time.Now()
 			fmt.Printf("e2e: kubectl delete -k %s took %s\n", installedConfig(), uninstall(t, cfg).Round(time.Millisecond))
 			return ctx
 		}).
 		Assess("nothing left behind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// What is left, when something is: a ConfigMap created after
+			// the delete began was written by a replica still running on a
+			// stale cache; one created before it was missed by the garbage
+			// collector.
+			t.Cleanup(func() {
+				if t.Failed() {
+					out, _ := kubectl(cfg, "get", "configmaps", "-n", uninstallNS, "-o",
+						`jsonpath={range .items[*]}{.metadata.name} created {.metadata.creationTimestamp} owner {.metadata.ownerReferences[0].uid}{"\n"}{end}`)
+					t.Logf("the delete began at %s; ConfigMaps left:\n%s", deleteStart.UTC().Format(time.RFC3339), out)
+				}
+			})
 			testenv.Eventually(t, 60*time.Second, func() string {
 				var left []string
 				for _, q := range [][]string{

@@ -71,7 +71,7 @@ func run(kubeconfig, namespace, selector, dir, webhookAddr string, webhookPort i
 	if err != nil {
 		return err
 	}
-	proxy, err := podrunner.StartServiceProxy(webhookAddr, func() ([]int, []int) { return runner.Endpoints(webhookPort) })
+	proxy, err := podrunner.StartServiceProxy(webhookAddr, func() []int { return runner.Endpoints(webhookPort) })
 	if err != nil {
 		return fmt.Errorf("webhook Service stand-in on %s: %w", webhookAddr, err)
 	}

@@ -17,14 +17,14 @@ import (
 // certificate.
 type ServiceProxy struct {
 	ln        net.Listener
-	endpoints func() (ready, rest []int)
+	endpoints func() (ready []int)
 	next      atomic.Uint32
 }
 
 // StartServiceProxy listens on addr and forwards each connection to a port
 // that endpoints returns (for example Runner.Endpoints of the webhook
 // port), until Close.
-func StartServiceProxy(addr string, endpoints func() (ready, rest []int)) (*ServiceProxy, error) {
+func StartServiceProxy(addr string, endpoints func() (ready []int)) (*ServiceProxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -57,14 +57,18 @@ func (s *ServiceProxy) serve() {
 // Service's proxy does: when that endpoint refuses, the client's
 // connection fails too, as with kube-proxy, instead of quietly going to
 // another endpoint (which would hide a pod marked Ready before it serves).
-// Only when no endpoint is ready does it try the running ones in order.
+// With no ready endpoint the connection is refused, as kube-proxy rejects
+// it: a pod that runs but is not Ready gets no traffic. (An earlier
+// version fell back to such pods, and that hid a deadlock that a real
+// Service shows: readiness that waited for the conversion webhook.)
 func (s *ServiceProxy) handle(conn net.Conn) {
-	ready, rest := s.endpoints()
-	n := int(s.next.Add(1))
-	order := rest
-	if len(ready) > 0 {
-		order = []int{ready[n%len(ready)]}
+	ready := s.endpoints()
+	if len(ready) == 0 {
+		conn.Close()
+		return
 	}
+	n := int(s.next.Add(1))
+	order := []int{ready[n%len(ready)]}
 	for _, port := range order {
 		backend, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
 		if err != nil {

@@ -851,9 +851,9 @@ func (r *Runner) Pods() []PodState {
 	return out
 }
 
-// Endpoints are the host ports of a container port in ready pods (what a
-// Service sends traffic to) and in running but not ready ones.
-func (r *Runner) Endpoints(containerPort int32) (ready, rest []int) {
+// Endpoints are the host ports of a container port in ready pods: what a
+// Service sends traffic to.
+func (r *Runner) Endpoints(containerPort int32) (ready []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rp := range r.pods {
@@ -862,18 +862,13 @@ func (r *Runner) Endpoints(containerPort int32) (ready, rest []int) {
 			c := &rp.pod.Spec.Containers[i]
 			hp, ok := r.hostPort(rp, c, intstr.FromInt32(containerPort))
 			st, known := rp.containers[c.Name]
-			if !ok || !known || !st.started.Load() {
-				continue
-			}
-			if st.ready.Load() {
+			if ok && known && st.started.Load() && st.ready.Load() {
 				ready = append(ready, hp)
-			} else {
-				rest = append(rest, hp)
 			}
 		}
 		rp.mu.Unlock()
 	}
-	return ready, rest
+	return ready
 }
 
 // Kill sends SIGKILL to a container of the named pod, as a node failure or
