@@ -282,6 +282,18 @@ type operatorPod struct {
 	restarts int32
 }
 
+// listOperatorPods lists the pods of the operator's Deployment (by its
+// selector, operatorPods), terminating ones included.
+func listOperatorPods(ctx context.Context) ([]corev1.Pod, error) {
+	sel, err := labels.Parse(operatorPods)
+	if err != nil {
+		return nil, err
+	}
+	list := &corev1.PodList{}
+	err = kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabelsSelector{Selector: sel})
+	return list.Items, err
+}
+
 func operatorPodList(ctx context.Context) ([]operatorPod, error) {
 	var pods []operatorPod
 	if runner != nil {
@@ -290,16 +302,12 @@ func operatorPodList(ctx context.Context) ([]operatorPod, error) {
 		}
 		return pods, nil
 	}
-	list := &corev1.PodList{}
-	sel, err := labels.Parse(operatorPods)
+	items, err := listOperatorPods(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -324,13 +332,8 @@ func runningOperatorPods(ctx context.Context) (int, error) {
 	if runner != nil {
 		return len(runner.Pods()), nil
 	}
-	list := &corev1.PodList{}
-	sel, err := labels.Parse(operatorPods)
-	if err != nil {
-		return 0, err
-	}
-	err = kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabelsSelector{Selector: sel})
-	return len(list.Items), err
+	items, err := listOperatorPods(ctx)
+	return len(items), err
 }
 
 // killLeader ends the leader's manager the hard way: SIGKILL of its
@@ -341,7 +344,7 @@ func killLeader(cfg *envconf.Config, pod string) error {
 		return runner.Kill(pod, "manager")
 	}
 	if mode.realNode {
-		return killContainer(cfg, pod, "manager")
+		return killContainer(pod, "manager")
 	}
 	if out, err := kubectl(cfg, "delete", "pod", "-n", operatorNS, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
@@ -368,21 +371,17 @@ func restartsInvisible(ctx context.Context) string {
 	if runner != nil {
 		return ""
 	}
-	list := &corev1.PodList{}
-	sel, err := labels.Parse(operatorPods)
+	items, err := listOperatorPods(ctx)
 	if err != nil {
 		return err.Error()
 	}
-	if err := kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return err.Error()
-	}
-	for i := range list.Items {
+	for i := range items {
 		node := &corev1.Node{}
-		if err := kc.Get(ctx, client.ObjectKey{Name: list.Items[i].Spec.NodeName}, node); err != nil {
+		if err := kc.Get(ctx, client.ObjectKey{Name: items[i].Spec.NodeName}, node); err != nil {
 			continue
 		}
 		if node.Annotations["kwok.x-k8s.io/node"] == "fake" {
-			return fmt.Sprintf("the operator's pod %s runs on kwok node %s, whose pod status (restart counts included) is kwok's, not its containers'", list.Items[i].Name, node.Name)
+			return fmt.Sprintf("the operator's pod %s runs on kwok node %s, whose pod status (restart counts included) is kwok's, not its containers'", items[i].Name, node.Name)
 		}
 	}
 	return ""

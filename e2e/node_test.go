@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/podrunner"
 )
 
 // The real node (E2E_NODE=real) is hack/node/node.sh's: the suite drives
@@ -88,26 +90,18 @@ func importImages(images ...string) error {
 // wrote) and imports it into the node: the Guestbook pods run it, and
 // their readiness comes from its /readyz.
 func buildGuestbookImage(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-	bin := filepath.Join(root, "bin", "linux_"+goarch(), "guestbook-server")
+	bin := filepath.Join(root, "bin", "linux_"+runtime.GOARCH, "guestbook-server")
 	if _, err := os.Stat(bin); err != nil {
 		return ctx, fmt.Errorf("%s missing: run make build", bin)
 	}
 	img := operatorv1alpha1.DefaultGuestbookImage
-	out, err := exec.Command("podman", "build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", img, root).CombinedOutput()
+	args := podrunner.Podman("build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", img, root)
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return ctx, fmt.Errorf("podman build -f guestbook.Dockerfile: %w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", img)
 	return ctx, importImages(img)
-}
-
-// goarch is the architecture make build compiled for (the host's).
-func goarch() string {
-	out, err := exec.Command("go", "env", "GOARCH").Output()
-	if err != nil {
-		return "amd64"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // printNode prints what the suite runs on: the node as kubectl shows it and
@@ -131,13 +125,13 @@ func printNode(ctx context.Context, cfg *envconf.Config) (context.Context, error
 // operatorContainerIDs are pod/container: ID of every container of the
 // operator's pods, init containers included, as the kubelet reports them.
 func operatorContainerIDs(ctx context.Context) ([]string, error) {
-	list := &corev1.PodList{}
-	if err := kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{"app.kubernetes.io/name": "myoperator", "control-plane": "controller-manager"}); err != nil {
+	items, err := listOperatorPods(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var ids []string
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			ids = append(ids, fmt.Sprintf("%s/%s (node %s, ready %t): %s", p.Name, cs.Name, p.Spec.NodeName, cs.Ready, cs.ContainerID))
 		}
@@ -167,7 +161,7 @@ func containerID(ctx context.Context, pod, container string) (string, error) {
 // killContainer SIGKILLs a container of an operator pod through the
 // runtime (ctr tasks kill), as a crash or an OOM kill would: the kubelet
 // restarts it in the same pod.
-func killContainer(_ *envconf.Config, pod, container string) error {
+func killContainer(pod, container string) error {
 	id, err := containerID(context.Background(), pod, container)
 	if err != nil {
 		return err

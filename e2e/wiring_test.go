@@ -174,12 +174,12 @@ func assessReadyEndpointsOnly(ctx context.Context, t *testing.T, cfg *envconf.Co
 	})
 	var held *corev1.Pod
 	testenv.Eventually(t, 2*time.Minute, func() string {
-		list := &corev1.PodList{}
-		if err := kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+		items, err := listOperatorPods(ctx)
+		if err != nil {
 			return err.Error()
 		}
-		for i := range list.Items {
-			p := &list.Items[i]
+		for i := range items {
+			p := &items[i]
 			if before[p.Name] || p.DeletionTimestamp != nil || p.Status.PodIP == "" {
 				continue
 			}
@@ -270,13 +270,13 @@ func operatorPodNames(ctx context.Context, t *testing.T) map[string]bool {
 // readyOperatorPods are the Ready operator pods, by name, with their IPs.
 func readyOperatorPods(ctx context.Context, t *testing.T) map[string]string {
 	t.Helper()
-	list := &corev1.PodList{}
-	if err := kc.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+	items, err := listOperatorPods(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
 				out[p.Name] = p.Status.PodIP
