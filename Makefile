@@ -172,7 +172,11 @@ test: k8s-binaries $(PROMTOOL) manifests generate vet ## Run unit and envtest su
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
 	@# internal/alerts fails, rather than skips, when PROMTOOL is set and does not run.
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) go test -count=1 -timeout 20m ./...
+	@mkdir -p bin
+	@# The whole output goes to bin/test.log as well; on a failure, what
+	@# failed is printed again at the end (CI shows only the end).
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) go test -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
+		|| { hack/test-failures.sh bin/test.log; exit 1; }
 
 # make fuzz-e2e: the model check (test/modelcheck) with another seed and
 # more steps than make test's fixed MODEL_SEED=1, MODEL_STEPS=300.

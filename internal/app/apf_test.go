@@ -103,8 +103,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
+	run := startManager(ctx, mgr)
 	w := watchLease(ctx, t, cs)
 	testenv.Eventually(t, 60*time.Second, func() string {
 		if w.snapshot().holder == "" {
@@ -128,8 +127,10 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	start := time.Now()
 	before, apiBefore := scrapePlain(ctx, t, metricsAddr), apiserverMetrics(ctx, t, cs)
 	leaseBefore := w.snapshot()
-	createDrinks(ctx, t, admin, "protected", apfDrinks)
-	converged, lost := waitConverged(ctx, t, admin, "protected", apfDrinks, stopped, 180*time.Second)
+	if errs := createDrinks(ctx, admin, "protected", apfDrinks); len(errs) > 0 {
+		t.Fatalf("creating Drinks in protected: %d failed, the first: %v", len(errs), errs[0])
+	}
+	converged, lost := waitConverged(ctx, t, admin, "protected", apfDrinks, run, 180*time.Second)
 	if lost != nil {
 		t.Fatalf("the manager stopped under the squeeze with the shipped FlowSchema: %v", lost)
 	}
@@ -183,8 +184,19 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, squeeze)
 	w.resetGap()
 	start = time.Now()
-	createDrinks(ctx, t, admin, "unprotected", apfDrinks)
-	converged, lost = waitConverged(ctx, t, admin, "unprotected", apfDrinks, stopped, 180*time.Second)
+	// Here the manager may lose its Lease while the Drinks are created, and
+	// stop, webhooks and all (what the shipped FlowSchema prevents): the
+	// creates it no longer admits are refused, which is this phase's
+	// outcome, not a failure of the test.
+	if errs := createDrinks(ctx, admin, "unprotected", apfDrinks); len(errs) > 0 {
+		select {
+		case <-run.done:
+			t.Logf("%d of %d creates refused after the manager stopped, the first: %v", len(errs), apfDrinks, errs[0])
+		case <-time.After(30 * time.Second):
+			t.Fatalf("creating Drinks in unprotected: %d failed while the manager still ran, the first: %v", len(errs), errs[0])
+		}
+	}
+	converged, lost = waitConverged(ctx, t, admin, "unprotected", apfDrinks, run, 180*time.Second)
 	apiEnd := apiserverMetrics(ctx, t, cs)
 	leaseEnd := w.snapshot()
 	unprotectedRejected := leaseRejections(apiEnd) - leaseRejections(apiAfter)
@@ -361,28 +373,41 @@ func watchLease(ctx context.Context, t *testing.T, cs kubernetes.Interface) *lea
 }
 
 // createDrinks creates n Drinks through v1 in ns, as the admin, eight at
-// a time.
-func createDrinks(ctx context.Context, t *testing.T, admin client.Client, ns string, n int) {
-	t.Helper()
-	for _, err := range testenv.InParallel(n, 8, func(i int) error {
+// a time, and returns the errors of the creates that failed.
+func createDrinks(ctx context.Context, admin client.Client, ns string, n int) []error {
+	return testenv.InParallel(n, 8, func(i int) error {
 		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%04d", i)},
 			Spec: drinksv1.DrinkSpec{DisplayName: fmt.Sprintf("Drink %d", i), Beverage: "tea"}}
 		return admin.Create(ctx, d)
-	}) {
-		t.Fatalf("creating Drinks in %s: %v", ns, err)
-	}
+	})
+}
+
+// managerRun is a manager started in the background: done is closed when
+// its Start returns, with err.
+type managerRun struct {
+	done chan struct{}
+	err  error
+}
+
+func startManager(ctx context.Context, mgr interface{ Start(context.Context) error }) *managerRun {
+	r := &managerRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = mgr.Start(ctx)
+	}()
+	return r
 }
 
 // waitConverged waits until the n Drinks of ns are Ready for their
 // generation with their ConfigMaps, the manager stops (its error), or
 // timeout passes.
-func waitConverged(ctx context.Context, t *testing.T, admin client.Client, ns string, n int, stopped <-chan error, timeout time.Duration) (bool, error) {
+func waitConverged(ctx context.Context, t *testing.T, admin client.Client, ns string, n int, run *managerRun, timeout time.Duration) (bool, error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-stopped:
-			return false, fmt.Errorf("manager stopped: %w", err)
+		case <-run.done:
+			return false, fmt.Errorf("manager stopped: %w", run.err)
 		case <-time.After(time.Second):
 		}
 		drinks := &drinksv1.DrinkList{}
