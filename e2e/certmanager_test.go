@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +43,7 @@ const (
 )
 
 // certManagerIssues: the operator installed with config/certmanager (on
-// top of config/e2e) serves every webhook and the conversion with the
+// top of config/default) serves every webhook and the conversion with the
 // certificate that cert-manager's own controllers issue and the CA that
 // cert-manager's own cainjector injects, read through the API; a renewal
 // (what cmctl renew does) is served without one failed request and keeps
@@ -143,7 +142,7 @@ func certManagerIssues() features.Feature {
 			if out, err := kubectl(cfg, "delete", "--ignore-not-found", "--wait=true", "--timeout=3m", "namespace", certManagerNS); err != nil {
 				t.Errorf("deleting %s: %v: %s", certManagerNS, err, out)
 			}
-			// config/e2e's objects include the namespace that holds the
+			// config/default's objects include the namespace that holds the
 			// cert-manager objects the component added.
 			uninstall(t, cfg)
 			cm.stop(t, cfg)
@@ -167,8 +166,7 @@ type certManager struct {
 // startCertManager applies cert-manager's CRDs (deploy/crds of the module
 // in the module cache), starts bin/cert-manager-<version>/cert-manager
 // (make cert-manager) on the suite's kubeconfig and writes the overlay:
-// config/e2e with config/certmanager, the leaf also valid for localhost,
-// the name config/e2e's webhook URLs use.
+// the suite's install with config/certmanager.
 func startCertManager(cfg *envconf.Config) (*certManager, error) {
 	out, err := exec.Command("go", "-C", filepath.Join(root, "hack", "certmanager"), "list", "-m", "-f", "{{.Version}} {{.Dir}}", "github.com/cert-manager/cert-manager").Output()
 	if err != nil {
@@ -193,16 +191,6 @@ resources:
 components:
 - ../../config/certmanager
 `
-	if !mode.realNode {
-		// config/e2e's webhook URLs name localhost.
-		overlay += `patches:
-- target: {kind: Certificate, name: ` + servingCert + `}
-  patch: |-
-    - op: add
-      path: /spec/dnsNames/-
-      value: localhost
-`
-	}
 	if err := os.WriteFile(filepath.Join(cm.overlay, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
 		return nil, err
 	}
@@ -327,23 +315,22 @@ func caBundlesAre(ctx context.Context, caPEM []byte) string {
 	return ""
 }
 
-// servedSerial says how what the webhook endpoint (the Service on the real
-// node, else the suite's stand-in for it, in front of every ready replica)
-// presents differs from the leaf with serial want, verified against ca as
-// the API server would; "" when ten handshakes in a row present it.
+// servedSerial says how what the webhook Service presents differs from the
+// leaf with serial want, verified against ca for the Service's name as the
+// API server does; "" when ten handshakes in a row present it. The real
+// node's handshakes go to the ClusterIP (kube-proxy); on kwok nodes, in
+// turn to each ready endpoint of the Service, which is where the API
+// server's aggregator routing calls.
 func servedSerial(ca *x509.Certificate, want string) string {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	addr, name := webhookAddr, "localhost"
-	if mode.realNode {
-		// The Service, as the API server calls it.
-		svc := &corev1.Service{}
-		if err := kc.Get(context.Background(), client.ObjectKey{Namespace: operatorNS, Name: webhookService}, svc); err != nil {
-			return err.Error()
-		}
-		addr, name = net.JoinHostPort(svc.Spec.ClusterIP, "443"), webhookService+"."+operatorNS+".svc"
+	name := webhookService + "." + operatorNS + ".svc"
+	addrs, err := webhookAddrs(context.Background())
+	if err != nil {
+		return err.Error()
 	}
-	for range 10 {
+	for i := range 10 {
+		addr := addrs[i%len(addrs)]
 		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			return "handshake: " + err.Error()

@@ -20,7 +20,8 @@ import (
 const probedNamespace = operatorNS
 
 // writeKwokConfig writes the kwokctl configuration of the suite's cluster
-// into dir and returns its path: the stages kwokctl uses by default, read
+// into dir and returns its path: the API server's aggregator routing, and
+// the stages kwokctl uses by default, read
 // from the kwok module the project built kwokctl from (node-initialize,
 // node-heartbeat-with-lease and the fast pod stages), with one change.
 // kwok marks a pod Ready (its pod-ready stage) as soon as it is scheduled,
@@ -91,6 +92,19 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	if found != 2 {
 		return "", fmt.Errorf("kwok's pod stages in %s lack pod-ready or pod-delete", stagesDir)
 	}
+	// kwok nodes run no kube-proxy, so nothing routes a Service's
+	// ClusterIP: with aggregator routing, the API server calls the webhook
+	// Service (admission and CRD conversion) at its ready endpoints, the
+	// pods' IPs, where the pod runner serves them (podrunner.Config.PodIPs).
+	out.WriteString(`---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - key: enable-aggregator-routing
+    value: "true"
+`)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -64,7 +64,7 @@ var lifecycleDrinks = []struct {
 // namespaces and a Guestbook running, `make undeploy` removes the operator
 // and nothing else (the CRDs, every Drink, the Guestbook, the OperatorConfig
 // and every operand keep their UIDs); `make deploy` (the suite's image,
-// config/e2e) brings it back, and it reconciles the same objects in place:
+// config/default) brings it back, and it reconciles the same objects in place:
 // the changes made while it was away (a Drink ConfigMap key, the Service
 // selector) are corrected with every UID unchanged, and every Drink reads
 // through every version again (the new CA injected into the kept CRD). Then `make uninstall`
@@ -146,9 +146,7 @@ func removalKeepsUsersData() features.Feature {
 		}).
 		Assess("make deploy brings the operator back; it reconciles the same objects in place", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			start := time.Now()
-			// On the suite's cluster: its image and config/e2e, which is
-			// config/default with the webhooks on localhost, where the
-			// suite's Service stand-in listens.
+			// On the suite's cluster: its image and config/default.
 			out, err := makeTarget(cfg, deployArgs()...)
 			if err != nil {
 				t.Fatalf("make %s: %v\n%s", strings.Join(deployArgs(), " "), err, out)

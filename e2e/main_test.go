@@ -43,9 +43,6 @@ const (
 	leaseName    = "myoperator.example.com"
 	// operatorDeployment is config/manager's Deployment.
 	operatorDeployment = "myoperator-controller-manager"
-	// webhookAddr is where config/e2e sends the API server's webhook
-	// calls; the suite's Service stand-in listens there.
-	webhookAddr = "127.0.0.1:9443"
 )
 
 var (
@@ -53,7 +50,6 @@ var (
 	root   string
 	logDir string
 	runner *podrunner.Runner
-	proxy  *podrunner.ServiceProxy
 	// stopRunner ends the pod runner; runnerDone closes when it stopped
 	// every container.
 	stopRunner context.CancelFunc
@@ -72,8 +68,10 @@ var (
 // timed steps. By default that is a whole kwok cluster (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, kwok nodes) from
 // the project's own binaries: it builds the operator's image, installs
-// config/e2e with kubectl and runs the Deployment's pods from the image
-// under podman; the cluster is deleted at the end unless
+// the production config/default with kubectl and runs the Deployment's
+// pods from the image under podman, each serving at its pod IP, where the
+// API server (aggregator routing) calls the webhook Service's ready
+// endpoints; the cluster is deleted at the end unless
 // E2E_KEEP_CLUSTER=1. With E2E_NODE=real the cluster has one real node
 // instead (hack/node/node.sh): the images go into its containerd, the
 // production config/default is installed unmodified and the kubelet runs
@@ -121,12 +119,12 @@ func TestMain(m *testing.M) {
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
 		suite.Setup(
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
-			step("kwok cluster (operator pods made Ready by the pod runner's probe)", createCluster(bin)),
+			step("kwok cluster (aggregator routing; operator pods made Ready by the pod runner's probe)", createCluster(bin)),
 			step("clients", makeClients),
 			step("fake nodes", addNodes(3)),
 			step("operator image (podman build)", buildImage),
-			step("pod runner and webhook Service stand-in", startRunner),
-			step("install (kubectl apply -k config/e2e)", install),
+			step("pod runner (each pod at its pod IP)", startRunner),
+			step("install (kubectl apply -k config/default, the production manifests)", install),
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
 		)
 	default:
@@ -270,7 +268,15 @@ func kubectlStep(args ...string) env.Func {
 func addNodes(n int) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		for i := range n {
-			node := fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"kwok-node-%d","annotations":{"kwok.x-k8s.io/node":"fake"},"labels":{"kubernetes.io/hostname":"kwok-node-%d","type":"kwok"}}}`, i, i)
+			node := fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"kwok-node-%d","annotations":{"kwok.x-k8s.io/node":"fake"},"labels":{"kubernetes.io/hostname":"kwok-node-%d","type":"kwok"}}`, i, i)
+			if mode.created() {
+				// kwok gives pods IPs from their node's pod CIDR, and the
+				// pod runner serves them in this network namespace: a range
+				// of the suite's own, apart from make demo's (10.245/16).
+				cidr := fmt.Sprintf("10.244.%d.0/24", i)
+				node += fmt.Sprintf(`,"spec":{"podCIDR":%q,"podCIDRs":[%q]}`, cidr, cidr)
+			}
+			node += "}"
 			if out, err := apply(cfg, node); err != nil {
 				return ctx, fmt.Errorf("node %d: %w: %s", i, err, out)
 			}
@@ -329,8 +335,9 @@ func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error)
 	return ctx, nil
 }
 
-// startRunner starts the pod runner (the operator's pods under podman) and
-// the loopback stand-in for the webhook Service.
+// startRunner starts the pod runner: the operator's pods under podman,
+// each serving its container ports at its pod IP, where the webhook
+// Service's endpoints send the API server.
 func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if err := os.RemoveAll(logDir); err != nil {
 		return ctx, err
@@ -338,13 +345,10 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	var err error
 	runner, err = podrunner.New(podrunner.Config{
 		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
-		Dir: logDir, ContainerPrefix: "e2e-", Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+		Dir: logDir, ContainerPrefix: "e2e-", PodIPs: true, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return ctx, err
-	}
-	if proxy, err = podrunner.StartServiceProxy(webhookAddr, func() []int { return runner.Endpoints(9443) }); err != nil {
-		return ctx, fmt.Errorf("webhook Service stand-in on %s (is a run-local manager still running?): %w", webhookAddr, err)
 	}
 	var runCtx context.Context
 	runCtx, stopRunner = context.WithCancel(context.Background())
@@ -357,8 +361,8 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 }
 
 // install installs the operator: on the suite's cluster with kubectl
-// apply -k config/e2e (kwok) or config/default (real node); on an existing one with make deploy (deployArgs), as
-// a user would.
+// apply -k config/default; on an existing one with make deploy
+// (deployArgs), as a user would.
 func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if mode.created() {
 		return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, installedConfig()))(ctx, cfg)
@@ -568,9 +572,6 @@ func stopOperator(ctx context.Context, _ *envconf.Config) (context.Context, erro
 	if stopRunner != nil {
 		stopRunner()
 		<-runnerDone
-	}
-	if proxy != nil {
-		_ = proxy.Close()
 	}
 	return ctx, nil
 }

@@ -109,7 +109,7 @@ func (m suiteMode) String() string {
 		return "the cluster the suite creates with one real node, E2E_NODE=real (containerd, kubelet, kube-proxy from hack/node/node.sh; operator installed with kubectl apply -k config/default, the production manifests; its pods run by the kubelet)"
 	}
 	if m.created() {
-		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with kubectl apply -k config/e2e, its pods run by the suite under podman)"
+		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with kubectl apply -k config/default, the production manifests; its pods run by the suite under podman, each at its pod IP, where the API server calls the webhook Service's ready endpoints: aggregator routing, as kwok nodes run no kube-proxy)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "existing cluster %s (", m.kubeconfig)
@@ -129,7 +129,7 @@ func (m suiteMode) String() string {
 }
 
 // deployArgs are the arguments of the make deploy that installs the
-// operator: on the suite's cluster the suite's image and config/e2e; on an
+// operator: on the suite's cluster the suite's image and config/default; on an
 // existing one E2E_IMG and E2E_DEPLOY_CONFIG, or the Makefile's defaults.
 func deployArgs() []string {
 	args := []string{"deploy"}

@@ -61,8 +61,8 @@ type previousRelease struct{ version, commit, dir string }
 // the two trees' manifests carry.
 func (p previousRelease) image() string { return "localhost/myoperator-release:" + p.version }
 
-// config is a kustomization of the release's own install (config/e2e, or
-// config/default on the real node) with only the image renamed (image()).
+// config is a kustomization of the release's own install (its
+// config/default) with only the image renamed (image()).
 func (p previousRelease) config() string {
 	return filepath.Join(root, "bin", "releases", "overlays", p.version)
 }
@@ -94,8 +94,7 @@ func preparePreviousRelease() (previousRelease, error) {
 			return p, err
 		}
 	}
-	// The release's own install, as the suite installs the current tree:
-	// config/e2e on kwok, config/default on the real node.
+	// The release's own install, as the suite installs the current tree.
 	rel, err := filepath.Rel(p.config(), filepath.Join(p.dir, installedConfig()))
 	if err != nil {
 		return p, err

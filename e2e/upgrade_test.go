@@ -211,7 +211,7 @@ func preHistoryDrinkCRD() (string, error) {
 }
 
 // applyServerSide pipes a manifest into kubectl apply --server-side, the
-// way the install applies config/e2e.
+// way the install applies config/default.
 func applyServerSide(cfg *envconf.Config, manifest string) (string, error) {
 	cmd := exec.Command("kubectl", "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
@@ -220,14 +220,11 @@ func applyServerSide(cfg *envconf.Config, manifest string) (string, error) {
 }
 
 // installedConfig is the kustomization the operator was installed from:
-// config/e2e on the suite's kwok cluster, the production config/default on
-// its real node, make deploy's DEPLOY_CONFIG on an existing one.
+// the production config/default on the suite's cluster (kwok or real
+// node), make deploy's DEPLOY_CONFIG on an existing one.
 func installedConfig() string {
-	if mode.realNode {
-		return "config/default"
-	}
 	if mode.created() {
-		return "config/e2e"
+		return "config/default"
 	}
 	if mode.deployConfig != "" {
 		return mode.deployConfig

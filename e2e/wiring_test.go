@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,8 +36,10 @@ import (
 // The production webhook wiring: the API server calls every admission
 // webhook and the Drink conversion through the Service
 // myoperator-webhook-service (kube-proxy, no aggregator routing), trusting
-// the CA the operator injects. Only the real node has a Service proxy; on
-// kwok nodes config/e2e points the calls at the suite's loopback stand-in.
+// the CA the operator injects. On the real node kube-proxy routes the
+// Service; on kwok nodes, which run no kube-proxy, the API server calls
+// the Service's ready endpoints itself (--enable-aggregator-routing), where
+// the pod runner serves each pod at its pod IP.
 
 const (
 	webhookService = "myoperator-webhook-service"
@@ -51,10 +55,10 @@ const (
 // production webhook wiring; otherwise it says why an assessment of that
 // wiring is skipped.
 func productionWiring() string {
-	if mode.realNode || (!mode.created() && installedConfig() != "config/e2e") {
+	if mode.created() || installedConfig() != "config/local" {
 		return ""
 	}
-	return "config/e2e on kwok nodes sends the webhook calls to https://localhost:9443 (the suite's stand-in for the Service): kwok nodes run no Service proxy; E2E_NODE=real installs the production config/default"
+	return "config/local sends the webhook calls to https://localhost:9443 (a manager on this host), not through the Service"
 }
 
 // wiringErrors lists what in the webhook configurations and the Drink CRD
@@ -146,8 +150,8 @@ func assessReadyEndpointsOnly(ctx context.Context, t *testing.T, cfg *envconf.Co
 	if why := productionWiring(); why != "" {
 		skip(t, why)
 	}
-	if !mode.realNode {
-		skip(t, "the suite reaches the operator pods' IPs (their metrics) only on its real node")
+	if !mode.created() {
+		skip(t, "the suite reaches the operator pods' IPs (their metrics) only on the cluster it creates")
 	}
 	token := metricsToken(ctx, t)
 	t.Cleanup(func() {
@@ -183,11 +187,9 @@ func assessReadyEndpointsOnly(ctx context.Context, t *testing.T, cfg *envconf.Co
 			if before[p.Name] || p.DeletionTimestamp != nil || p.Status.PodIP == "" {
 				continue
 			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.Name == "manager" && cs.Ready {
-					held = p
-					return ""
-				}
+			if managerServes(p) {
+				held = p
+				return ""
 			}
 			return fmt.Sprintf("new pod %s: manager container not ready yet", p.Name)
 		}
@@ -251,6 +253,60 @@ func assessReadyEndpointsOnly(ctx context.Context, t *testing.T, cfg *envconf.Co
 		t.Errorf("a direct call to the held pod %s did not count there: its counter does not show what it serves", held.Name)
 	}
 	return ctx
+}
+
+// managerServes says whether the pod's manager container passes its
+// readiness probe (whatever the pod's readiness gates say): the kubelet's
+// container status on the real node, the pod runner's probe on kwok nodes.
+func managerServes(p *corev1.Pod) bool {
+	if !mode.realNode {
+		for _, s := range runner.Pods() {
+			if s.Pod == p.Name {
+				return s.Ready
+			}
+		}
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "manager" && cs.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+// webhookAddrs are where the API server calls the webhook Service: its
+// ClusterIP on the real node (kube-proxy), its ready endpoints on kwok
+// nodes (aggregator routing, the pods at their IPs).
+func webhookAddrs(ctx context.Context) ([]string, error) {
+	if mode.realNode {
+		svc := &corev1.Service{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: webhookService}, svc); err != nil {
+			return nil, err
+		}
+		return []string{net.JoinHostPort(svc.Spec.ClusterIP, "443")}, nil
+	}
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := kc.List(ctx, slices, client.InNamespace(operatorNS), client.MatchingLabels{discoveryv1.LabelServiceName: webhookService}); err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, s := range slices.Items {
+		for _, ep := range s.Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				continue
+			}
+			for _, port := range s.Ports {
+				for _, a := range ep.Addresses {
+					addrs = append(addrs, net.JoinHostPort(a, strconv.Itoa(int(ptr.Deref(port.Port, 0)))))
+				}
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("the Service %s/%s has no ready endpoint", operatorNS, webhookService)
+	}
+	return addrs, nil
 }
 
 // operatorPodNames are the operator's pods now.

@@ -2,7 +2,6 @@ package podrunner
 
 import (
 	"errors"
-	"io"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -74,20 +73,7 @@ func (s *ServiceProxy) handle(conn net.Conn) {
 		if err != nil {
 			continue
 		}
-		done := make(chan struct{}, 2)
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			if tc, ok := dst.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-			}
-			done <- struct{}{}
-		}
-		go pipe(backend, conn)
-		go pipe(conn, backend)
-		<-done
-		<-done
-		backend.Close()
-		conn.Close()
+		splice(conn, backend)
 		return
 	}
 	conn.Close()

@@ -41,7 +41,7 @@ func (r *Runner) reportReadiness(ctx context.Context, p *corev1.Pod, rp *running
 		return
 	}
 	want := corev1.ConditionFalse
-	if rp.ready() {
+	if rp.ready() && gatesPass(p) {
 		want = corev1.ConditionTrue
 	}
 	if podCondition(p, corev1.PodReady) == want && podCondition(p, corev1.ContainersReady) == want {
@@ -69,6 +69,17 @@ func (r *Runner) reportReadiness(ctx context.Context, p *corev1.Pod, rp *running
 		return
 	}
 	r.cfg.Logf("pod runner: %s: Ready=%s (readiness probe)", p.Name, want)
+}
+
+// gatesPass says whether every readiness gate of the pod has its
+// condition True, which a kubelet requires besides ready containers.
+func gatesPass(p *corev1.Pod) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		if podCondition(p, g.ConditionType) != corev1.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
 
 // podCondition is the status of the pod's condition of type t, or "".

@@ -63,6 +63,10 @@ type Config struct {
 	// HostPortBase moves the pods' ports (DefaultHostPortBase when 0), so
 	// that two runners on one network do not collide.
 	HostPortBase int
+	// PodIPs gives each pod its status.podIP on this network namespace's
+	// loopback device, serving its container ports there (podAddress):
+	// what lets a Service's endpoints answer. The runner must run as root.
+	PodIPs bool
 	// Logf reports what happens to pods and containers (log.Printf when
 	// nil). Container output goes to LogFile, not here.
 	Logf func(format string, args ...any)
@@ -98,6 +102,7 @@ type runningPod struct {
 
 	mu         sync.Mutex
 	containers map[string]*container
+	addr       *podAddress // its pod IP, once served (Config.PodIPs)
 }
 
 // container is one running (or restarting) container of a pod.
@@ -218,6 +223,7 @@ func (r *Runner) sync(ctx context.Context) error {
 			r.start(ctx, p)
 			continue
 		}
+		r.exposePodIP(p, rp)
 		r.reportReadiness(ctx, p, rp)
 	}
 	r.mu.Lock()
@@ -305,6 +311,15 @@ func (r *Runner) stop(rp *runningPod) {
 	}
 	rp.mu.Unlock()
 	<-rp.done
+	// The pod IP serves until the containers are gone, as a pod's network
+	// does: during the preStop sleep, API servers that have not yet seen
+	// the pod leave the endpoints still call it.
+	rp.mu.Lock()
+	if rp.addr != nil {
+		rp.addr.close()
+		rp.addr = nil
+	}
+	rp.mu.Unlock()
 	r.mu.Lock()
 	delete(r.used, rp.slot)
 	r.mu.Unlock()

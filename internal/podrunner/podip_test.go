@@ -1,0 +1,98 @@
+package podrunner
+
+import (
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A pod's IP serves its container ports, each forwarded to the pod's host
+// port, until the pod stops: then the address leaves the loopback device.
+// It needs root in a network namespace of its own (make test runs the
+// tests in one).
+func TestPodIPServesContainerPorts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("adding a pod IP to the loopback device needs root (make test runs this as root in its network namespace)")
+	}
+	// Two free host ports in a row: the pod's slot 0 maps its i-th port
+	// to base+i.
+	base := 0
+	for p := 40000; p < 41000 && base == 0; p += 2 {
+		a, errA := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		b, errB := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
+		if errA == nil && errB == nil {
+			base = p
+		}
+		for _, ln := range []net.Listener{a, b} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}
+	answer := func(port int, name string) {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, name)
+				c.Close()
+			}
+		}()
+	}
+	answer(base, "webhook")
+	answer(base+1, "metrics")
+
+	r := &Runner{cfg: Config{HostPortBase: base, PodIPs: true}}
+	rp := &runningPod{pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Ports: []corev1.ContainerPort{
+			{Name: "webhook", ContainerPort: 9443}, {Name: "metrics", ContainerPort: 8443},
+		}}}},
+	}}
+	const ip = "10.246.0.7" // apart from the suite's (10.244/16) and the demo's (10.245/16)
+	addr, err := r.listenPodIP(rp, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(port string) (string, error) {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, port), time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		b, err := io.ReadAll(c)
+		return string(b), err
+	}
+	for _, tc := range []struct{ port, want string }{{"9443", "webhook"}, {"8443", "metrics"}} {
+		got, err := call(tc.port)
+		if err != nil || got != tc.want {
+			t.Errorf("%s:%s answered %q (%v), want %q", ip, tc.port, got, err, tc.want)
+		}
+	}
+	addr.close()
+	if got, err := call("9443"); err == nil {
+		t.Errorf("after the pod stopped, %s:9443 still answered %q", ip, got)
+	}
+	out, err := exec.Command("ip", "-o", "addr", "show", "dev", "lo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip addr show: %v: %s", err, out)
+	}
+	if strings.Contains(string(out), ip+"/32") {
+		t.Errorf("after the pod stopped, the loopback device still has %s:\n%s", ip, out)
+	}
+}
