@@ -239,8 +239,9 @@ E2E_NETNS ?= $(if $(filter real,$(E2E_NODE)),myoperator-node,$(NETNS))
 E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
 
 .PHONY: test-e2e
-test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
+test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
+	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing

@@ -129,10 +129,14 @@ func addNamespaceRequirement(s map[string]any, op string) error {
 // pod-ready template sets True.
 var readyTrue = regexp.MustCompile(`status: "True"(\s+)type: (Ready|ContainersReady)\n`)
 
+// readinessGatesTrue is the part of kwok's pod-ready template that sets
+// the condition of every readiness gate True.
+var readinessGatesTrue = regexp.MustCompile(`(?s)\{\{ range \.spec\.readinessGates \}\}.*?\{\{ end \}\}\n`)
+
 // splitPodReady turns kwok's pod-ready stage into two: the stage as it is
 // for pods outside probedNamespace, and for pods inside it the same stage
 // that leaves Ready, ContainersReady and the containers' ready flags
-// False.
+// False and sets no readiness gate's condition.
 func splitPodReady(stage map[string]any) ([]map[string]any, error) {
 	data, err := yaml.Marshal(stage)
 	if err != nil {
@@ -162,7 +166,14 @@ func splitPodReady(stage map[string]any) ([]map[string]any, error) {
 	if c < 0 || r < c || (i >= 0 && r > i) {
 		return nil, fmt.Errorf("kwok's pod-ready template has no containers' ready flag where expected: review writeKwokConfig")
 	}
-	next["statusTemplate"] = tmpl[:r] + "ready: false" + tmpl[r+len("ready: true"):]
+	tmpl = tmpl[:r] + "ready: false" + tmpl[r+len("ready: true"):]
+	// kwok also sets every readiness gate's condition True; a kubelet sets
+	// none (they are other controllers' to set), and the runner counts them
+	// in Ready: a pod held by a gate nobody sets stays not Ready.
+	if n := len(readinessGatesTrue.FindAllStringIndex(tmpl, -1)); n != 1 {
+		return nil, fmt.Errorf("kwok's pod-ready template sets the readiness gates' conditions %d times, want 1: review writeKwokConfig", n)
+	}
+	next["statusTemplate"] = readinessGatesTrue.ReplaceAllString(tmpl, "")
 	return []map[string]any{stage, probed}, nil
 }
 
