@@ -385,7 +385,7 @@ guestbook-image: build ## Build the Guestbook pods' image GUESTBOOK_IMG for the 
 ##@ Deployment
 
 # What deploy installs (the CRDs, the Guestbook operand namespace and the
-# operator; another kustomization under config/ for example config/e2e) and
+# operator; another kustomization, for example an overlay with config/certmanager) and
 # what undeploy removes (the operator alone: users' data stays).
 DEPLOY_CONFIG ?= config/default
 UNDEPLOY_CONFIG ?= config/operator

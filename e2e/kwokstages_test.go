@@ -92,19 +92,13 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	if found != 2 {
 		return "", fmt.Errorf("kwok's pod stages in %s lack pod-ready or pod-delete", stagesDir)
 	}
-	// kwok nodes run no kube-proxy, so nothing routes a Service's
-	// ClusterIP: with aggregator routing, the API server calls the webhook
-	// Service (admission and CRD conversion) at its ready endpoints, the
-	// pods' IPs, where the pod runner serves them (podrunner.Config.PodIPs).
-	out.WriteString(`---
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokctlConfiguration
-componentsPatches:
-- name: kube-apiserver
-  extraArgs:
-  - key: enable-aggregator-routing
-    value: "true"
-`)
+	// The API server's aggregator routing (see the file).
+	routing, err := os.ReadFile(filepath.Join(root, "hack", "kwok", "aggregator-routing.yaml"))
+	if err != nil {
+		return "", err
+	}
+	out.WriteString("---\n")
+	out.Write(routing)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

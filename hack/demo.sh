@@ -3,17 +3,36 @@
 # from its image, with the samples applied and a summary printed.
 #
 #   hack/demo.sh preflight  root and podman (before anything is built)
-#   hack/demo.sh up         cluster, image, install (config/e2e), pod runner,
-#                           samples, wait, summary; reuses what is up to date
+#   hack/demo.sh up         cluster, image, install (config/default), pod
+#                           runner, samples, wait, summary; reuses what is up
+#                           to date
 #   hack/demo.sh status     the summary again
 #   hack/demo.sh down       removes everything up started
 #
 # The cluster is the e2e suite's setting: kwok nodes run no containers, so a
 # background process (hack/demo, internal/podrunner) plays the kubelet for
-# the operator's pods under podman and stands in for the webhook Service on
-# loopback. The demo uses its own ports (webhooks on localhost:9444, pods
-# from host port 31000), so it can keep running while the e2e suite
-# (9443, 30000) or make run (9443, 8081) use the same network namespace.
+# the operator's pods under podman. The install is the production
+# config/default with only the image changed: the API server (run with
+# aggregator routing by dev-cluster.sh) calls the webhooks through the
+# Service myoperator-webhook-service at its ready endpoints, the pods' IPs,
+# which kwok assigns from the nodes' pod CIDRs (10.245.<node>.0/24) and the
+# pod runner serves on loopback. The demo uses its own host ports (from
+# 31000) and pod IPs (10.245/16), so it can keep running while the e2e
+# suite (30000, 10.244/16) or make run (127.0.0.1:9443, 8081) use the same
+# network namespace.
+#
+# Readiness: the demo cluster keeps kwok's default stages, which mark every
+# pod Ready as soon as it is scheduled. The pod runner writes the operator's
+# pods' Ready from their readiness probe on its next sync (within a second),
+# so a starting pod is among the Service's ready endpoints for at most about
+# a second before it serves, and a webhook call sent to it then fails. That
+# does not matter here: the Deployment's minReadySeconds (5) keeps a rollout
+# from counting such a pod as available; the bootstrap initContainer's
+# OperatorConfig create, the one call made at that moment, goes to webhooks
+# that ignore failures; and the samples are applied only once every replica
+# passes its probe under the runner (operator_ready reads pods.txt, the
+# runner's own verdict). The e2e suite's stages (e2e/kwokstages_test.go),
+# which leave Ready to the runner from the start, are not needed.
 #
 # Environment: K8S_BIN (folder of the Kubernetes binaries), NETNS.
 set -euo pipefail
@@ -24,7 +43,6 @@ NETNS=${NETNS:-myoperator-test}
 cluster=${DEMO_CLUSTER:-myoperator-demo}
 kubeconfig=$root/bin/demo.kubeconfig
 dir=$root/bin/demo
-webhook_port=9444
 host_port_base=31000
 prefix=demo-
 operator_ns=myoperator-system
@@ -63,7 +81,8 @@ runner_pid() {
 # bin/manager, bin/bootstrap, tagged with a digest of those inputs
 # (localhost/myoperator-demo:<digest>): reused when that tag exists, and a
 # new tag changes the Deployment's pod template, so the cluster rolls the
-# operator's pods onto it. The e2e suite's tag (config/e2e's) stays its own.
+# operator's pods onto it. The tag the manifests name (the e2e suite's)
+# stays its own.
 # Sets img.
 img=
 image() {
@@ -85,8 +104,15 @@ image() {
 
 cluster_up() {
   if [ -s "$kubeconfig" ] && kc get --raw /readyz >/dev/null 2>&1; then
-    step "cluster $cluster: running, reused ($kubeconfig)"
-    return
+    # A cluster from before the demo called the webhooks through the
+    # Service has nodes without pod CIDRs (nor aggregator routing).
+    if [ "$(kc get node kwok-node-0 -o jsonpath='{.spec.podCIDR}' 2>/dev/null)" = 10.245.0.0/24 ]; then
+      step "cluster $cluster: running, reused ($kubeconfig)"
+      return
+    fi
+    step "cluster $cluster: made by an older demo (no pod CIDRs on its nodes); deleting it to start again..."
+    runner_down
+    in_ns "$K8S_BIN/kwokctl" delete cluster --name "$cluster" --kubeconfig "$kubeconfig" >/dev/null
   fi
   if in_ns "$K8S_BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$cluster"; then
     step "cluster $cluster: present but not answering; deleting it to start again..."
@@ -100,15 +126,16 @@ cluster_up() {
   step "cluster $cluster: up"
 }
 
-# install applies config/e2e, the e2e suite's manifests, with two changes:
-# the webhook port (the demo's own) and the image (the demo's tag).
+# install applies config/default, the production manifests, with one
+# change: the image (the demo's tag). The webhooks and the CRD's conversion
+# call the Service myoperator-webhook-service, as in production.
 install() {
-  local manifests e2e_img
-  step "install: kubectl apply --server-side of config/e2e (config/default, webhooks on https://localhost:$webhook_port, image $img)..."
-  manifests=$(kubectl kustomize config/e2e)
-  e2e_img=$(sed -n 's/^ *image: *\(.*myoperator.*\)$/\1/p' <<<"$manifests" | sort -u)
-  [ "$(wc -l <<<"$e2e_img")" = 1 ] && [ -n "$e2e_img" ] || fail "config/e2e should name one operator image, names: $e2e_img"
-  sed -e "s#https://localhost:9443/#https://localhost:$webhook_port/#" -e "s#image: $e2e_img\$#image: $img#" <<<"$manifests" |
+  local manifests default_img
+  step "install: kubectl apply --server-side of config/default (webhooks through the Service myoperator-webhook-service, image $img)..."
+  manifests=$(kubectl kustomize config/default)
+  default_img=$(sed -n 's/^ *image: *\(.*myoperator.*\)$/\1/p' <<<"$manifests" | sort -u)
+  [ "$(wc -l <<<"$default_img")" = 1 ] && [ -n "$default_img" ] || fail "config/default should name one operator image, names: $default_img"
+  printf '%s\n' "${manifests//"image: $default_img"/"image: $img"}" |
     kc apply --server-side -f - >"$dir/install.log" 2>&1 ||
     fail "install: see $dir/install.log"
   step "install: $(grep -c . "$dir/install.log") objects applied"
@@ -130,11 +157,11 @@ runner_up() {
   mv "$dir/podrunner.new" "$dir/podrunner"
   # A session of its own (setsid), its output in a file: it outlives make.
   setsid nohup "$root/hack/netns.sh" "$NETNS" "$dir/podrunner" -kubeconfig "$kubeconfig" -dir "$dir" \
-    -webhook-addr "127.0.0.1:$webhook_port" -host-port-base "$host_port_base" -container-prefix "$prefix" \
+    -host-port-base "$host_port_base" -container-prefix "$prefix" \
     >>"$dir/podrunner.log" 2>&1 </dev/null &
   for _ in $(seq 50); do
     if pid=$(runner_pid); then
-      step "pod runner: started (pid $pid, log $dir/podrunner.log, container logs $dir/pods/)"
+      step "pod runner: started (pid $pid; serves each pod at its pod IP; log $dir/podrunner.log, container logs $dir/pods/)"
       return
     fi
     sleep 0.2
@@ -287,8 +314,15 @@ runner_down() {
   kill -KILL $pids 2>/dev/null || true
 }
 
+# pod_addrs lists the demo's pod IPs (10.245.x.x/32, dev-cluster.sh's pod
+# CIDRs) on loopback in the network namespace, when it exists.
+pod_addrs() {
+  [ -e "/var/run/netns/$NETNS" ] || return 0
+  in_ns ip -o -4 addr show dev lo | awk '$4 ~ /^10\.245\.[0-9]+\.[0-9]+\/32$/ {print $4}'
+}
+
 down() {
-  local names pids left=""
+  local names pids addrs a left=""
   [ "$(id -u)" = 0 ] || { echo "demo-down: needs root (like make demo); run: sudo make demo-down" >&2; exit 1; }
   runner_down
   names=$("${podman[@]}" ps -a --format '{{.Names}}' --filter "name=^$prefix" 2>/dev/null || true)
@@ -303,6 +337,13 @@ down() {
   fi
   rm -rf "$dir" "$kubeconfig"
   step "files: removed $dir and $kubeconfig"
+  # The pod runner takes its pods' IPs off loopback when it stops them; one
+  # that was killed leaves them.
+  addrs=$(pod_addrs)
+  if [ -n "$addrs" ]; then
+    step "pod IPs: removing $(echo "$addrs" | tr '\n' ' ')from lo in $NETNS"
+    for a in $addrs; do in_ns ip addr del "$a" dev lo || true; done
+  fi
   # The network namespace is shared with make test, test-e2e, dev-cluster:
   # removed only when no process runs in it (netns.sh makes it again).
   if [ -e "/var/run/netns/$NETNS" ]; then
@@ -320,8 +361,10 @@ down() {
   names=$("${podman[@]}" ps -a --format '{{.Names}}' --filter "name=^$prefix" 2>/dev/null || true)
   [ -z "$names" ] || left+="  containers: $names"$'\n'
   if grep -q " $dir/" /proc/mounts; then left+="  mounts: $(grep " $dir/" /proc/mounts)"$'\n'; fi
+  addrs=$(pod_addrs)
+  [ -z "$addrs" ] || left+="  pod IPs on lo in $NETNS: $addrs"$'\n'
   [ -z "$left" ] || fail "left behind:"$'\n'"$left"
-  step "demo removed: no pod runner, container, cluster process, mount or file of the demo left"
+  step "demo removed: no pod runner, container, cluster process, mount, pod IP or file of the demo left"
 }
 
 case $cmd in

@@ -16,10 +16,15 @@ export KWOK_WORKDIR=${KWOK_WORKDIR:-$root/bin/kwok}
 in_ns() { "$root/hack/netns.sh" "$NETNS" "$@"; }
 kc() { in_ns kubectl --kubeconfig "$kubeconfig" "$@"; }
 
+# The cluster's kwokctl configuration: the API server's aggregator routing
+# (see the file).
+config=$root/hack/kwok/aggregator-routing.yaml
+
 up() {
-  mkdir -p "$(dirname "$kubeconfig")"
-  echo "dev-cluster: creating kwok cluster $name (binary runtime, network namespace $NETNS)..."
+  mkdir -p "$(dirname "$kubeconfig")" "$KWOK_WORKDIR"
+  echo "dev-cluster: creating kwok cluster $name (binary runtime, network namespace $NETNS, aggregator routing)..."
   in_ns "$K8S_BIN/kwokctl" create cluster --name "$name" --runtime binary \
+    --config "$config" \
     --kubeconfig "$kubeconfig" \
     --etcd-binary "$K8S_BIN/etcd" \
     --kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
@@ -27,7 +32,12 @@ up() {
     --kube-scheduler-binary "$K8S_BIN/kube-scheduler" \
     --kwok-controller-binary "$K8S_BIN/kwok" \
     --wait 2m
-  echo "dev-cluster: adding fake nodes..."
+  # kwok gives each pod an IP from its node's pod CIDR (status.podIP);
+  # make demo's pod runner serves the operator's pods at those IPs on
+  # loopback in the network namespace, so that the webhook Service's
+  # endpoints answer. 10.245/16 stays apart from the e2e suite's fake nodes
+  # (10.244/16), so both can run in the same namespace without clashing.
+  echo "dev-cluster: adding fake nodes (pod CIDRs 10.245.0-2.0/24)..."
   for i in 0 1 2; do
     kc apply -f - <<NODE
 apiVersion: v1
@@ -43,6 +53,9 @@ metadata:
     type: kwok
     topology.kubernetes.io/zone: zone-$i
 spec:
+  podCIDR: 10.245.$i.0/24
+  podCIDRs:
+  - 10.245.$i.0/24
   taints: []
 NODE
   done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders a kustomization under config/ (config/default unless $2 names
-# another, for example config/e2e) with the manager image set to $1,
+# another, for example an overlay with config/certmanager) with the manager image set to $1,
 # through a throw-away overlay (kubectl's kustomize has no `edit set
 # image`). make deploy pipes it into kubectl apply.
 #

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# make test-demo: make demo prints the summary and exits 0, a second make demo
-# reuses everything and rebuilds nothing, the kubectl commands the summary
-# prints work as printed, and make demo-down leaves no process, container,
-# mount, cluster or file of the demo behind. Run as root from the repository.
+# make test-demo: make demo prints the summary and exits 0, with config/default
+# installed (webhooks and conversion through the Service, which the API
+# server reaches at the pods' IPs), a second make demo reuses everything and
+# rebuilds nothing, the kubectl commands the summary prints work as printed,
+# and make demo-down leaves no process, container, mount, pod IP, cluster or
+# file of the demo behind. Run as root from the repository.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -48,6 +50,23 @@ pid=$(cat bin/demo/podrunner.pid)
 podman --cgroup-manager=cgroupfs ps --format '{{.Names}} {{.Image}}' --filter name=^demo- >"$out/containers"
 check "the operator's two manager containers run the demo's image" test "$(grep -cE '^demo-myoperator-controller-manager-.*-manager localhost/myoperator-demo:[0-9a-f]{16}$' "$out/containers")" = 2
 pods=$(cut -d' ' -f1 bin/demo/pods.txt)
+# The install is config/default: the API server calls the webhooks and the
+# conversion through the Service, at its endpoints, which the pod runner
+# serves at the pods' IPs (10.245/16, the demo nodes' pod CIDRs).
+kc() { hack/netns.sh "$NETNS" kubectl --kubeconfig bin/demo.kubeconfig "$@"; }
+svc=myoperator-webhook-service
+check "validating webhooks call the Service" test "$(kc get validatingwebhookconfiguration myoperator-validating-webhook-configuration -o jsonpath='{.webhooks[*].clientConfig.service.name}')" = "$svc $svc $svc"
+check "mutating webhooks call the Service" test "$(kc get mutatingwebhookconfiguration myoperator-mutating-webhook-configuration -o jsonpath='{.webhooks[*].clientConfig.service.name}')" = "$svc $svc $svc"
+check "no webhook calls a URL" test -z "$(kc get validatingwebhookconfigurations,mutatingwebhookconfigurations -o jsonpath='{.items[*].webhooks[*].clientConfig.url}')"
+check "the Drink conversion calls the Service" test "$(kc get crd drinks.example.com -o jsonpath='{.spec.conversion.webhook.clientConfig.service.name}')" = "$svc"
+# shellcheck disable=SC2016 # expanded by eval
+check "the API server routes to endpoints (aggregator routing)" eval 'pgrep -af kube-apiserver | grep -F "$root/bin/demo/" | grep -q -- --enable-aggregator-routing=true'
+kc -n myoperator-system get endpointslices -l kubernetes.io/service-name=$svc -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]} {.conditions.ready}{"\n"}{end}' >"$out/endpoints"
+check "the Service's endpoints: two ready pod IPs in 10.245/16" test "$(grep -cE '^10\.245\.[0-9]+\.[0-9]+ true$' "$out/endpoints")" = 2
+hack/netns.sh "$NETNS" ip -o -4 addr show dev lo >"$out/lo"
+while read -r ip _; do
+  check "pod IP $ip on lo in $NETNS" has "$out/lo" " inet ${ip//./\\.}/32 "
+done <"$out/endpoints"
 
 t0=$SECONDS
 make --no-print-directory demo >"$out/second" 2>&1 || { cat "$out/second"; echo "test-demo: FAIL: second make demo exited non-zero" >&2; failures=$((failures + 1)); }
@@ -70,6 +89,8 @@ check "down: no demo container" test -z "$(podman --cgroup-manager=cgroupfs ps -
 check "down: no mount under bin/demo" hasnt /proc/mounts " $root/bin/demo"
 check "down: no cluster myoperator-demo" test -z "$(KWOK_WORKDIR=$root/bin/demo/kwok bin/k8s/*/kwokctl get clusters 2>/dev/null | grep -x myoperator-demo || true)"
 check "down: no files" test ! -e bin/demo -a ! -e bin/demo.kubeconfig
+# shellcheck disable=SC2016 # expanded by eval
+check "down: no pod IP (10.245/16) on lo in $NETNS" eval '[ ! -e "/var/run/netns/$NETNS" ] || ! ip -n "$NETNS" -o -4 addr show dev lo | grep -q " inet 10\.245\."'
 # The network namespace is shared with other targets: removed when nothing
 # else ran in it, kept (and said so) otherwise.
 check "down: network namespace removed or kept for others" has "$out/down" "network namespace $NETNS: (removed|kept, other processes)"

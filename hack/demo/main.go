@@ -1,10 +1,14 @@
 // Command demo is make demo's pod runner: a long-running process that plays
 // the kubelet for the operator's pods on the demo's kwok cluster (whose
-// fake nodes run no containers) and stands in for the webhook Service on
-// loopback, with internal/podrunner, as the e2e suite does. hack/demo.sh
-// starts it in the background inside the network namespace; it runs until
-// SIGTERM or SIGINT, then stops the containers with the pods' grace period
-// and exits.
+// fake nodes run no containers), with internal/podrunner, as the e2e suite
+// does. It serves each pod at the pod IP kwok gave it (podrunner.Config
+// PodIPs: the address on loopback in the network namespace, its container
+// ports forwarded to the pod's host ports), so the API server, with
+// aggregator routing, reaches the webhooks through the Service's endpoints
+// as in production. hack/demo.sh starts it in the background inside the
+// network namespace, as root (it adds the addresses); it runs until
+// SIGTERM or SIGINT, then stops the containers with the pods' grace
+// period, takes their addresses off loopback and exits.
 package main
 
 import (
@@ -33,20 +37,18 @@ func main() {
 	namespace := flag.String("namespace", "myoperator-system", "Namespace of the operator's pods.")
 	selector := flag.String("selector", "app.kubernetes.io/name=myoperator,control-plane=controller-manager", "Label selector of the operator's pods.")
 	dir := flag.String("dir", "bin/demo", "Folder for the pid file, the pod state, the pods' volumes and the container logs (under pods/).")
-	webhookAddr := flag.String("webhook-addr", "127.0.0.1:9444", "Where the API server calls the webhooks (the demo's manifests name this port).")
-	webhookPort := flag.Int("webhook-port", 9443, "The manager's webhook container port.")
 	hostPortBase := flag.Int("host-port-base", 31000, "First host port for the pods' container ports (the e2e suite uses 30000).")
 	prefix := flag.String("container-prefix", "demo-", "Name prefix of the podman containers the runner owns.")
 	flag.Parse()
 	log.SetFlags(log.Ldate | log.Ltime | log.Lmsgprefix)
 	log.SetPrefix("demo pod runner: ")
-	if err := run(*kubeconfig, *namespace, *selector, *dir, *webhookAddr, int32(*webhookPort), *hostPortBase, *prefix); err != nil {
+	if err := run(*kubeconfig, *namespace, *selector, *dir, *hostPortBase, *prefix); err != nil {
 		log.Print(err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace, selector, dir, webhookAddr string, webhookPort int32, hostPortBase int, prefix string) error {
+func run(kubeconfig, namespace, selector, dir string, hostPortBase int, prefix string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -66,20 +68,15 @@ func run(kubeconfig, namespace, selector, dir, webhookAddr string, webhookPort i
 	}
 	runner, err := podrunner.New(podrunner.Config{
 		Client: cs, Namespace: namespace, Selector: selector, APIServer: rc.Host,
-		Dir: filepath.Join(dir, "pods"), ContainerPrefix: prefix, HostPortBase: hostPortBase, Logf: log.Printf,
+		Dir: filepath.Join(dir, "pods"), ContainerPrefix: prefix, HostPortBase: hostPortBase, PodIPs: true, Logf: log.Printf,
 	})
 	if err != nil {
 		return err
 	}
-	proxy, err := podrunner.StartServiceProxy(webhookAddr, func() []int { return runner.Endpoints(webhookPort) })
-	if err != nil {
-		return fmt.Errorf("webhook Service stand-in on %s: %w", webhookAddr, err)
-	}
-	defer proxy.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Printf("running the pods %s in namespace %s of %s; webhooks on %s; container logs in %s", selector, namespace, rc.Host, webhookAddr, filepath.Join(dir, "pods"))
+	log.Printf("running the pods %s in namespace %s of %s, each at its pod IP on loopback (host ports from %d); container logs in %s", selector, namespace, rc.Host, hostPortBase, filepath.Join(dir, "pods"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -866,26 +866,6 @@ func (r *Runner) Pods() []PodState {
 	return out
 }
 
-// Endpoints are the host ports of a container port in ready pods: what a
-// Service sends traffic to.
-func (r *Runner) Endpoints(containerPort int32) (ready []int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rp := range r.pods {
-		rp.mu.Lock()
-		for i := range rp.pod.Spec.Containers {
-			c := &rp.pod.Spec.Containers[i]
-			hp, ok := r.hostPort(rp, c, intstr.FromInt32(containerPort))
-			st, known := rp.containers[c.Name]
-			if ok && known && st.started.Load() && st.ready.Load() {
-				ready = append(ready, hp)
-			}
-		}
-		rp.mu.Unlock()
-	}
-	return ready
-}
-
 // Kill sends SIGKILL to a container of the named pod, as a node failure or
 // OOM kill would; the runner restarts it like a kubelet.
 func (r *Runner) Kill(pod, containerName string) error {

@@ -1,9 +1,6 @@
 package podrunner
 
 import (
-	"io"
-	"net"
-	"slices"
 	"strings"
 	"testing"
 
@@ -65,77 +62,5 @@ func TestPodmanRun(t *testing.T) {
 	p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
 	if _, err := r.podmanRun(rp, &c, "x", nil); err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {
 		t.Errorf("root under runAsNonRoot: got %v, want a refusal", err)
-	}
-}
-
-// The Service stand-in sends connections to ready endpoints only, and
-// refuses them when none is ready, as kube-proxy does: a pod that runs but
-// is not Ready gets nothing.
-func TestServiceProxyIsAService(t *testing.T) {
-	backend := func(name string) int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_, _ = io.WriteString(c, name)
-				c.Close()
-			}
-		}()
-		return ln.Addr().(*net.TCPAddr).Port
-	}
-	readyA, readyB := backend("a"), backend("b")
-	start := func(ready []int) *ServiceProxy {
-		p, err := StartServiceProxy("127.0.0.1:0", func() []int { return ready })
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		return p
-	}
-	call := func(p *ServiceProxy) string {
-		c, err := net.Dial("tcp", p.ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		return string(b)
-	}
-	var seen []string
-	p := start([]int{readyA, readyB})
-	for range 6 {
-		seen = append(seen, call(p))
-	}
-	slices.Sort(seen)
-	if got := strings.Join(slices.Compact(seen), ""); got != "ab" {
-		t.Errorf("with ready endpoints, answered by %q, want a and b only", got)
-	}
-	if got := call(start(nil)); got != "" {
-		t.Errorf("with no ready endpoint, answered by %q, want the connection refused", got)
-	}
-	// A Ready endpoint that refuses (a pod marked Ready before it serves)
-	// fails the connections sent to it, as behind kube-proxy: none goes
-	// quietly to the other one.
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusing := gone.Addr().(*net.TCPAddr).Port
-	gone.Close()
-	seen = nil
-	p = start([]int{readyA, refusing})
-	for range 6 {
-		seen = append(seen, call(p))
-	}
-	slices.Sort(seen)
-	if got := strings.Join(seen, ","); got != ",,,a,a,a" {
-		t.Errorf("with a ready endpoint that refuses, answers %q, want three refused and three from a", got)
 	}
 }
