@@ -26,6 +26,7 @@ import (
 type podAddress struct {
 	ip        string
 	listeners []net.Listener
+	release   func() // gives the address back (Runner.holdIP)
 }
 
 // exposePodIP gives rp its pod IP when the cluster has set one and the
@@ -58,10 +59,10 @@ func (r *Runner) listenPodIP(rp *runningPod, ip string) (*podAddress, error) {
 	if net.ParseIP(ip) == nil {
 		return nil, fmt.Errorf("not an IP address")
 	}
-	if err := ipAddr("add", ip); err != nil && !strings.Contains(err.Error(), "File exists") {
+	if err := r.holdIP(ip); err != nil {
 		return nil, err
 	}
-	addr := &podAddress{ip: ip}
+	addr := &podAddress{ip: ip, release: func() { r.releaseIP(ip) }}
 	for i := range rp.pod.Spec.Containers {
 		c := &rp.pod.Spec.Containers[i]
 		for _, cp := range c.Ports {
@@ -78,13 +79,40 @@ func (r *Runner) listenPodIP(rp *runningPod, ip string) (*podAddress, error) {
 	return addr, nil
 }
 
-// close stops the pod's listeners and takes its address off the
-// loopback device, when the pod stops: a kubelet tears its network down.
+// close stops the pod's listeners and gives its address back, when the
+// pod stops: a kubelet tears its network down.
 func (a *podAddress) close() {
 	for _, ln := range a.listeners {
 		_ = ln.Close()
 	}
-	_ = ipAddr("del", a.ip)
+	a.release()
+}
+
+// holdIP puts ip on the loopback device unless another pod of the runner
+// already holds it, and counts one more holder. An address that is there
+// already (left by a runner that was killed) is taken over.
+func (r *Runner) holdIP(ip string) error {
+	r.ipMu.Lock()
+	defer r.ipMu.Unlock()
+	if r.ips[ip] == 0 {
+		if err := ipAddr("add", ip); err != nil && !strings.Contains(err.Error(), "File exists") {
+			return err
+		}
+	}
+	r.ips[ip]++
+	return nil
+}
+
+// releaseIP counts one holder of ip less and takes the address off the
+// loopback device when none is left.
+func (r *Runner) releaseIP(ip string) {
+	r.ipMu.Lock()
+	defer r.ipMu.Unlock()
+	if r.ips[ip]--; r.ips[ip] > 0 {
+		return
+	}
+	delete(r.ips, ip)
+	_ = ipAddr("del", ip)
 }
 
 // ipAddr adds or deletes ip as a host address on the loopback device.

@@ -15,26 +15,29 @@ import (
 )
 
 // A pod's IP serves its container ports, each forwarded to the pod's host
-// port, until the pod stops: then the address leaves the loopback device.
-// It needs root in a network namespace of its own (make test runs the
-// tests in one).
+// port, until the pod stops. kwok gives a freed IP to the next pod at once:
+// while an old and a new pod hold the same IP, the old one stopping leaves
+// the new one serving, and the address leaves the loopback device with the
+// last of them. It needs root in a network namespace of its own (make test
+// runs the tests in one).
 func TestPodIPServesContainerPorts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("adding a pod IP to the loopback device needs root (make test runs this as root in its network namespace)")
 	}
-	// Two free host ports in a row: the pod's slot 0 maps its i-th port
-	// to base+i.
+	// Free host ports: slot s maps a pod's i-th port to base+100*s+i.
 	base := 0
 	for p := 40000; p < 41000 && base == 0; p += 2 {
-		a, errA := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		b, errB := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		if errA == nil && errB == nil {
-			base = p
-		}
-		for _, ln := range []net.Listener{a, b} {
-			if ln != nil {
-				ln.Close()
+		free := true
+		for _, port := range []int{p, p + 1, p + 100} {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				free = false
+				continue
 			}
+			ln.Close()
+		}
+		if free {
+			base = p
 		}
 	}
 	answer := func(port int, name string) {
@@ -56,8 +59,9 @@ func TestPodIPServesContainerPorts(t *testing.T) {
 	}
 	answer(base, "webhook")
 	answer(base+1, "metrics")
+	answer(base+100, "new pod")
 
-	r := &Runner{cfg: Config{HostPortBase: base, PodIPs: true}}
+	r := &Runner{cfg: Config{HostPortBase: base, PodIPs: true}, ips: map[string]int{}}
 	rp := &runningPod{pod: &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Ports: []corev1.ContainerPort{
@@ -84,15 +88,31 @@ func TestPodIPServesContainerPorts(t *testing.T) {
 			t.Errorf("%s:%s answered %q (%v), want %q", ip, tc.port, got, err, tc.want)
 		}
 	}
+	// A new pod given the same IP while the old one still stops.
+	newer := &runningPod{slot: 1, pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}},
+	}}
+	newAddr, err := r.listenPodIP(newer, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onLo := func() bool {
+		out, err := exec.Command("ip", "-o", "addr", "show", "dev", "lo").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip addr show: %v: %s", err, out)
+		}
+		return strings.Contains(string(out), " "+ip+"/32 ")
+	}
 	addr.close()
 	if got, err := call("9443"); err == nil {
-		t.Errorf("after the pod stopped, %s:9443 still answered %q", ip, got)
+		t.Errorf("after the old pod stopped, %s:9443 still answered %q", ip, got)
 	}
-	out, err := exec.Command("ip", "-o", "addr", "show", "dev", "lo").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip addr show: %v: %s", err, out)
+	if got, err := call("8080"); err != nil || got != "new pod" {
+		t.Errorf("after the old pod stopped, the new pod's %s:8080 answered %q (%v), want %q", ip, got, err, "new pod")
 	}
-	if strings.Contains(string(out), ip+"/32") {
-		t.Errorf("after the pod stopped, the loopback device still has %s:\n%s", ip, out)
+	newAddr.close()
+	if onLo() {
+		t.Errorf("after both pods stopped, the loopback device still has %s", ip)
 	}
 }

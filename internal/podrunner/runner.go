@@ -88,6 +88,13 @@ type Runner struct {
 	mu   sync.Mutex
 	pods map[types.UID]*runningPod
 	used map[int]bool // slots in use
+	// ips counts the pods serving each pod IP on the loopback device
+	// (Config.PodIPs). kwok gives a freed IP to the next pod at once, so a
+	// new pod can hold the address while the old one is still stopping;
+	// the address goes when the last of them stops. Its own lock: stop
+	// releases an address while it holds a pod's lock.
+	ipMu sync.Mutex
+	ips  map[string]int
 	// stopping counts the pods being stopped: their preStop sleeps and
 	// grace periods run beside the sync loop, as a kubelet's do.
 	stopping sync.WaitGroup
@@ -131,7 +138,7 @@ func New(cfg Config) (*Runner, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, apiHost: host, apiPort: port, pods: map[types.UID]*runningPod{}, used: map[int]bool{}}, nil
+	return &Runner{cfg: cfg, apiHost: host, apiPort: port, pods: map[types.UID]*runningPod{}, used: map[int]bool{}, ips: map[string]int{}}, nil
 }
 
 // splitServer turns https://127.0.0.1:32766 into host and port.
