@@ -97,6 +97,19 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The garbage collector's log names every item it processes
+	// (verbosity 5 in its file only): what uninstall_test.go's gcMissed
+	// looks for when a Drink's ConfigMap outlives its CRD.
+	conf := map[string]any{}
+	if err := yaml.Unmarshal(routing, &conf); err != nil {
+		return "", err
+	}
+	patches, _ := conf["componentsPatches"].([]any)
+	conf["componentsPatches"] = append(patches, map[string]any{"name": "kube-controller-manager",
+		"extraArgs": []any{map[string]any{"key": "vmodule", "value": "garbagecollector=5"}}})
+	if routing, err = yaml.Marshal(conf); err != nil {
+		return "", err
+	}
 	out.WriteString("---\n")
 	out.Write(routing)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
