@@ -11,10 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/memlimit"
@@ -101,7 +105,10 @@ func run() error {
 	// Restarted while the API server is away (the kubelet restarts a
 	// leader that gave up its Lease in an outage at once), wait for it
 	// rather than exit into CrashLoopBackOff: building the manager needs
-	// discovery.
+	// discovery. A restarted API server answers before it serves the
+	// CRDs' groups again (its CRD discovery follows an informer), so the
+	// wait is for each group version the manager maps, too; the same wait
+	// says what is missing when the CRDs are not installed.
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
@@ -110,6 +117,12 @@ func run() error {
 		if _, err := dc.ServerVersion(); err != nil {
 			log.Info("waiting for the API server", "error", err.Error())
 			return false, nil
+		}
+		for _, gv := range []schema.GroupVersion{drinksv1.GroupVersion, operatorv1alpha1.GroupVersion, webappv1.GroupVersion} {
+			if _, err := dc.ServerResourcesForGroupVersion(gv.String()); err != nil {
+				log.Info("waiting for the API server to serve the operator's CRDs", "groupVersion", gv.String(), "error", err.Error())
+				return false, nil
+			}
 		}
 		return true, nil
 	}); err != nil {
