@@ -65,7 +65,7 @@ func TestManagerWaitsForItsCRDs(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // a manager that gives up exits within this
 	if !m.Running() {
-		t.Fatalf("the manager exited without the Drink CRD: %v; its log:\n%s", m.Wait(0), tail(p.opts.LogFile, 10))
+		t.Fatalf("the manager exited without the Drink CRD: %v; its log:\n%s", m.Wait(time.Second), tail(p.opts.LogFile, 10))
 	}
 
 	// Back as install-local made it (its conversion calls the manager).
