@@ -131,6 +131,8 @@ verify: ## Regenerate code and manifests and fail if that changes any file (a ha
 	@gofmt -s -l $$(git ls-files '*.go') | (! grep .) || { echo "verify: gofmt -s would change the files above; run make fmt"; exit 1; }
 	@# make manifests reads RBAC markers from these packages only.
 	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi
+	@# The shipped binaries link only the product's packages (hack/check-deps.sh).
+	@hack/check-deps.sh
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
 	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
 	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
@@ -175,7 +177,7 @@ build-linux-%:
 test: k8s-binaries $(PROMTOOL) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts.
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
-	@# internal/alerts fails, rather than skips, when PROMTOOL is set and does not run.
+	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
 	@mkdir -p bin
 	@# The whole output goes to bin/test.log as well; on a failure, what
 	@# failed is printed again at the end (CI shows only the end).
@@ -222,9 +224,9 @@ test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass P
 
 .PHONY: test-make-run
 test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install-local, make run, kubectl apply -k config/samples/; all five samples Ready, Drink ConfigMaps in their layouts.
-	go test -count=1 -exec /bin/true ./internal/userpaths/ >/dev/null  # compile outside the namespace, run nothing
+	go test -count=1 -exec /bin/true ./test/userpaths/ >/dev/null  # compile outside the namespace, run nothing
 	go build -o /dev/null .  # make run's go run then only links
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./internal/userpaths/ -run TestMakeRun
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
 
 E2E_ARGS ?=
 # An existing cluster for the e2e suite instead of the kwok cluster it
@@ -308,7 +310,7 @@ run-local: run ## Same as make run (its former name).
 
 # Where make bench-full collects one JSON record per run and size; its table
 # of medians goes into docs/BENCHMARKS.md.
-BENCH_RESULTS ?= $(ROOT)/internal/bench/results/full.jsonl
+BENCH_RESULTS ?= $(ROOT)/test/bench/results/full.jsonl
 BENCH_FULL_RUNS ?= 3
 # The sizes of make bench-full: 50,000 is issue 15's scale; 10,000 to
 # 50,000 gives the heap per Drink; 5,000 and 1,000 compare with before.
@@ -326,12 +328,12 @@ BENCH_LOCKED := $(if $(BENCH_LOCK),flock $(BENCH_LOCK))
 
 .PHONY: bench
 bench: k8s-binaries build ## Quick benchmark (N=1000, one run, about 4 min): API server write ceiling vs the operator, waste, memory, conversion, restart, handover, admission tail.
-	go build -o $(BIN)/bench ./internal/bench/cmd/bench
+	go build -o $(BIN)/bench ./test/bench/cmd/bench
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
 
 .PHONY: bench-full
 bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (about 34 min a run at the default sizes, so about 1 h 45 min).
-	go build -o $(BIN)/bench ./internal/bench/cmd/bench
+	go build -o $(BIN)/bench ./test/bench/cmd/bench
 	@mkdir -p $(dir $(BENCH_RESULTS)) && rm -f $(BENCH_RESULTS)
 	for run in $$(seq $(BENCH_FULL_RUNS)); do for n in $(BENCH_FULL_SIZES); do \
 		$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n $$n -step 5s $(BENCH_FULL_FLAGS) $(BENCH_FLAGS) -out $(BENCH_RESULTS) >/dev/null || exit 1; \

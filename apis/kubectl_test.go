@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // These tests run the kubectl commands of the course against the real API

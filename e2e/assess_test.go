@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // apply pipes a manifest into kubectl apply and returns its output.

@@ -29,7 +29,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // The objects config/certmanager names.

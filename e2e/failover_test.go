@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const (

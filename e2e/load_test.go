@@ -22,7 +22,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
-	"github.com/example/myoperator/internal/bench"
+	"github.com/example/myoperator/test/bench"
 )
 
 // loadDrinksPerVersion bounds how many Drinks each version's worker

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/podrunner"
+	"github.com/example/myoperator/test/podrunner"
 )
 
 // The real node (E2E_NODE=real) is hack/node/node.sh's: the suite drives

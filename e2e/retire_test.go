@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const (

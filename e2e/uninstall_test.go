@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const uninstallNS = "e2e-uninstall"

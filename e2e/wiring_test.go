@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // The production webhook wiring: the API server calls every admission

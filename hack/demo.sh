@@ -10,7 +10,7 @@
 #   hack/demo.sh down       removes everything up started
 #
 # The cluster is the e2e suite's setting: kwok nodes run no containers, so a
-# background process (hack/demo, internal/podrunner) plays the kubelet for
+# background process (hack/demo, test/podrunner) plays the kubelet for
 # the operator's pods under podman. The install is the production
 # config/default with only the image changed: the API server (run with
 # aggregator routing by dev-cluster.sh) calls the webhooks through the

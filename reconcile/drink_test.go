@@ -20,8 +20,8 @@ import (
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // writeAs creates the Drink, or rewrites its spec, through one API version.

@@ -17,8 +17,8 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestNoRestoreForAGoneDrink: a Drink whose ConfigMap is missing is

@@ -22,8 +22,8 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const operandNS = "guestbook" // OperatorConfig's default guestbook.namespace

@@ -24,7 +24,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // operatorNS is the namespace the operator runs in.

@@ -23,8 +23,8 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // foreignCase is an operand name taken by someone else's object.

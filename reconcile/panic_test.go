@@ -19,8 +19,8 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestReconcilePanic: the Drink reconciler panics on one Drink (a fault

@@ -13,8 +13,8 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/bench"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestNoWritesAtSteadyState: after 100 Drinks and 3 Guestbooks converged,

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/example/myoperator/internal/bundle"
+	"github.com/example/myoperator/hack/olmbundle"
 )
 
 func main() {
-	version := flag.String("version", "", "Version of bundle/'s ClusterServiceVersion; empty: the newest release in RELEASES.md ("+bundle.FallbackVersion+" without it).")
+	version := flag.String("version", "", "Version of bundle/'s ClusterServiceVersion; empty: the newest release in RELEASES.md ("+olmbundle.FallbackVersion+" without it).")
 	release := flag.String("release", "", "Write bundle/releases/vX.Y.Z for this new release X.Y.Z instead of bundle/.")
 	flag.Parse()
 	if err := run(*version, *release); err != nil {
@@ -24,14 +24,14 @@ func main() {
 
 func run(version, release string) error {
 	if release != "" {
-		g, dir, err := bundle.WriteRelease(".", release)
+		g, dir, err := olmbundle.WriteRelease(".", release)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("bundle: wrote %s/ (%s%s)\n", dir, g.Version.CSVName(), describe(g))
 		return nil
 	}
-	g, err := bundle.WriteCurrent(".", version)
+	g, err := olmbundle.WriteCurrent(".", version)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func run(version, release string) error {
 	return nil
 }
 
-func describe(g bundle.Graph) string {
+func describe(g olmbundle.Graph) string {
 	if g.Previous == nil {
 		return ", the first release: replaces nothing"
 	}

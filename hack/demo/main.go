@@ -1,6 +1,6 @@
 // Command demo is make demo's pod runner: a long-running process that plays
 // the kubelet for the operator's pods on the demo's kwok cluster (whose
-// fake nodes run no containers), with internal/podrunner, as the e2e suite
+// fake nodes run no containers), with test/podrunner, as the e2e suite
 // does. It serves each pod at the pod IP kwok gave it (podrunner.Config
 // PodIPs: the address on loopback in the network namespace, its container
 // ports forwarded to the pod's host ports), so the API server, with
@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/example/myoperator/internal/podrunner"
+	"github.com/example/myoperator/test/podrunner"
 )
 
 func main() {

@@ -6,6 +6,6 @@
 // in this folder, with the build tag remove_all_sd (Prometheus's plugins
 // package then links no service-discovery SDK, which check rules and test
 // rules do not use) into bin/promtool-<version>. make test passes it to
-// internal/alerts, which checks and unit-tests config/prometheus's alerts
+// test/alerts, which checks and unit-tests config/prometheus's alerts
 // with it.
 package promtool

@@ -30,8 +30,8 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const (

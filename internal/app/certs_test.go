@@ -21,7 +21,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const operatorNS = "myoperator-system"

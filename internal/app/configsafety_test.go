@@ -24,8 +24,8 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/testenv"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // replicas runs the operator's two replicas in this process: the first

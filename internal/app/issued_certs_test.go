@@ -17,8 +17,8 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/certs/certstest"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/certstest"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestIssuedCertificate: with the certificate issued by someone else

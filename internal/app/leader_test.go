@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // lockedBuffer collects a process's output while it runs.

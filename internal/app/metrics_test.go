@@ -39,7 +39,7 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestManagedMetrics: every metric about what the operator manages, read

@@ -27,7 +27,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestStorageMigration: Drinks stored in v1alpha1 by the previous release

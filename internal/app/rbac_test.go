@@ -29,7 +29,7 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestManagerWithItsOwnRBAC: the manager runs with a token of its

@@ -15,8 +15,8 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/bench"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // releaseDrain is the leader's webhook drain in TestLeaseReleasedBeforeDrain:

@@ -19,7 +19,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // retireNS is where the test's Drinks live.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestServingProtocols: the webhook and secure metrics servers of the

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/myoperator/internal/certs"
-	"github.com/example/myoperator/internal/certs/certstest"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/certstest"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestSyncerServesTheSecret: the Syncer serves what the Secret on a real API

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/example/myoperator/internal/crdvalidation"
-	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 // TestEmbeddedCRDIsGenerated: the embedded copy is the generated CRD, so the

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 const operatorNS = "myoperator-system"

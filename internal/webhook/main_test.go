@@ -15,7 +15,7 @@ import (
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // bypassLabel marks objects that the validating Drink webhook skips while

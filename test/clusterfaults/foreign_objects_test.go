@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/example/myoperator/internal/bench"
+	"github.com/example/myoperator/test/bench"
 )
 
 // longFaultsEnv turns on the cluster faults that take minutes.

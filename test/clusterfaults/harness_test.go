@@ -8,8 +8,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/example/myoperator/internal/bench"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // managerBinaryEnv names a manager binary to run instead of building the

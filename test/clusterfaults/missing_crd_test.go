@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/myoperator/internal/bench"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestManagerWaitsForItsCRDs: a manager started while one of its CRDs is

@@ -21,8 +21,8 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
-	"github.com/example/myoperator/internal/bench"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 const (

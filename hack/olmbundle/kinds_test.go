@@ -1,11 +1,11 @@
-package bundle_test
+package olmbundle_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // olmKinds are the kinds OLM installs from a bundle besides the CSV and

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 // KubeVersion is the Kubernetes version the project builds and tests against

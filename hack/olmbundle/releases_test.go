@@ -1,4 +1,4 @@
-package bundle_test
+package olmbundle_test
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/example/myoperator/internal/bundle"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/hack/olmbundle"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
-func versions(t *testing.T, ss ...string) []bundle.Version {
+func versions(t *testing.T, ss ...string) []olmbundle.Version {
 	t.Helper()
-	out := make([]bundle.Version, 0, len(ss))
+	out := make([]olmbundle.Version, 0, len(ss))
 	for _, s := range ss {
-		v, err := bundle.ParseVersion(s)
+		v, err := olmbundle.ParseVersion(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestCurrentVersion(t *testing.T) {
 	cases := []struct {
 		name, content, want, wantErr string
 	}{
-		{name: "no file", want: bundle.FallbackVersion},
+		{name: "no file", want: olmbundle.FallbackVersion},
 		{name: "newest release", content: "# Releases\n\n## Unreleased\n\n## v0.10.0 - 2026-12-01\n\nCommit: " + sha2 + "\n\n## v0.9.1 - 2026-11-30\n\nCommit: " + sha1 + "\n", want: "0.10.0"},
 		{name: "no release", content: "# Releases\n\n## Unreleased\n", wantErr: "lists no release"},
 		{name: "not a record", content: "## v0.1.0\n", wantErr: "is not a release heading"},
@@ -49,7 +49,7 @@ func TestCurrentVersion(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			v, err := bundle.CurrentVersion(path)
+			v, err := olmbundle.CurrentVersion(path)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -81,7 +81,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := bundle.Upgrade(versions(t, tc.released...), versions(t, tc.version)[0])
+			g := olmbundle.Upgrade(versions(t, tc.released...), versions(t, tc.version)[0])
 			if g.Replaces() != tc.replaces || g.SkipRange() != tc.skipRange {
 				t.Errorf("replaces %q skipRange %q, want %q %q", g.Replaces(), g.SkipRange(), tc.replaces, tc.skipRange)
 			}
@@ -91,7 +91,7 @@ func TestUpgrade(t *testing.T) {
 
 func TestParseVersion(t *testing.T) {
 	for in, ok := range map[string]bool{"0.1.0": true, "v1.2.3": true, "1.2": false, "1.2.3-rc.1": false, "v1.2.x": false, "": false} {
-		if _, err := bundle.ParseVersion(in); (err == nil) != ok {
+		if _, err := olmbundle.ParseVersion(in); (err == nil) != ok {
 			t.Errorf("ParseVersion(%q) error %v, want ok=%v", in, err, ok)
 		}
 	}
@@ -106,14 +106,14 @@ func TestWriteRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	releases := filepath.Join(tmp, "bundle", bundle.ReleasesDir)
-	if err := os.CopyFS(filepath.Join(releases, "v0.1.0"), os.DirFS(filepath.Join(root, "bundle", bundle.ReleasesDir, "v0.1.0"))); err != nil {
+	releases := filepath.Join(tmp, "bundle", olmbundle.ReleasesDir)
+	if err := os.CopyFS(filepath.Join(releases, "v0.1.0"), os.DirFS(filepath.Join(root, "bundle", olmbundle.ReleasesDir, "v0.1.0"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bundle.WriteRelease(tmp, "0.2.0"); err != nil {
+	if _, _, err := olmbundle.WriteRelease(tmp, "0.2.0"); err != nil {
 		t.Fatal(err)
 	}
-	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(releases, "v0.2.0", "manifests", bundle.PackageName+".clusterserviceversion.yaml"))}
+	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(releases, "v0.2.0", "manifests", olmbundle.PackageName+".clusterserviceversion.yaml"))}
 	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
 	version, _, _ := unstructured.NestedString(csv.Object, "spec", "version")
 	if csv.GetName() != "myoperator.v0.2.0" || version != "0.2.0" || replaces != "myoperator.v0.1.0" || csv.GetAnnotations()["olm.skipRange"] != ">=0.1.0 <0.2.0" {
@@ -125,7 +125,7 @@ func TestWriteRelease(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "bundle.Dockerfile")); err == nil {
 		t.Error("a release wrote bundle.Dockerfile, which belongs to bundle/")
 	}
-	if _, _, err := bundle.WriteRelease(tmp, "0.2.0"); err == nil || !strings.Contains(err.Error(), "never rewritten") {
+	if _, _, err := olmbundle.WriteRelease(tmp, "0.2.0"); err == nil || !strings.Contains(err.Error(), "never rewritten") {
 		t.Errorf("second WriteRelease(0.2.0): %v, want a refusal", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestReleaseV010Frozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	const commit = "7a934a4"
-	dir := filepath.Join(root, "bundle", bundle.ReleasesDir, "v0.1.0")
+	dir := filepath.Join(root, "bundle", olmbundle.ReleasesDir, "v0.1.0")
 	out, err := exec.Command("git", "-C", root, "ls-tree", "-r", "--name-only", commit, "bundle/manifests", "bundle/metadata").Output()
 	if err != nil {
 		t.Fatalf("git ls-tree %s: %v (a shallow clone lacks the release commit: git fetch --unshallow)", commit, err)
@@ -210,7 +210,7 @@ func TestWithoutCertRights(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := bundle.WithoutCertRights(tc.in); !reflect.DeepEqual(got, tc.want) {
+			if got := olmbundle.WithoutCertRights(tc.in); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v\nwant %v", got, tc.want)
 			}
 		})

@@ -19,7 +19,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 var crds = []string{"drinks.example.com", "guestbooks.webapp.my.domain", "operatorconfigs.operator.example.com"}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 // ManifestMemoryLimit is the memory limit of the manager container in

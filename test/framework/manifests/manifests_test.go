@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/example/myoperator/internal/manifests"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestServerSideDryRun: everything `kubectl kustomize config/default`

@@ -18,7 +18,7 @@ import (
 
 	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // OperatorNamespace is where config/local puts the operator's Secret and

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 const (
@@ -233,7 +233,7 @@ func promtool(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv(promtoolEnv)
 	if path == "" {
-		t.Skipf("%s is not set: make test builds promtool and sets it; by hand run make promtool, then %s=$PWD/bin/promtool-<version> go test ./internal/alerts/", promtoolEnv, promtoolEnv)
+		t.Skipf("%s is not set: make test builds promtool and sets it; by hand run make promtool, then %s=$PWD/bin/promtool-<version> go test ./test/alerts/", promtoolEnv, promtoolEnv)
 	}
 	out, err := exec.Command(path, "--version").CombinedOutput()
 	if err != nil {

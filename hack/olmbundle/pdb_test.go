@@ -1,4 +1,4 @@
-package bundle_test
+package olmbundle_test
 
 import (
 	"path/filepath"
@@ -7,9 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/example/myoperator/internal/bundle"
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/hack/olmbundle"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // TestBundlePodDisruptionBudget: an OLM install keeps a manager replica
@@ -30,7 +30,7 @@ func TestBundlePodDisruptionBudget(t *testing.T) {
 		t.Fatal("config/default has no PodDisruptionBudget")
 	}
 	for _, want := range pdbs {
-		got := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(root, "bundle", "manifests", bundle.PDBFile(want.GetName())))}
+		got := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(root, "bundle", "manifests", olmbundle.PDBFile(want.GetName())))}
 		if got.GetKind() != "PodDisruptionBudget" || got.GetNamespace() != "" {
 			t.Errorf("bundle %s: %s in namespace %q, want a PodDisruptionBudget without namespace", want.GetName(), got.GetKind(), got.GetNamespace())
 		}

@@ -1,4 +1,4 @@
-package bundle_test
+package olmbundle_test
 
 import (
 	"os"
@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/internal/bundle"
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/hack/olmbundle"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 func readYAML(t *testing.T, path string) map[string]any {
@@ -39,7 +39,7 @@ func TestBundleMatchesConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "bundle")
-	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(dir, "manifests", bundle.PackageName+".clusterserviceversion.yaml"))}
+	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(dir, "manifests", olmbundle.PackageName+".clusterserviceversion.yaml"))}
 	if csv.GetKind() != "ClusterServiceVersion" || csv.GetAPIVersion() != "operators.coreos.com/v1alpha1" {
 		t.Fatalf("not a ClusterServiceVersion: %s %s", csv.GetAPIVersion(), csv.GetKind())
 	}
@@ -125,9 +125,9 @@ func TestBundleMatchesConfig(t *testing.T) {
 		}
 		if w["name"] == "manager" {
 			args := g["args"].([]any)
-			n := len(args) - len(bundle.OLMManagerArgs)
-			if n < 0 || !reflect.DeepEqual(args[n:], toAnySlice(bundle.OLMManagerArgs)) {
-				t.Errorf("manager args %v do not end with %v: OLM provides and mounts the certificate", args, bundle.OLMManagerArgs)
+			n := len(args) - len(olmbundle.OLMManagerArgs)
+			if n < 0 || !reflect.DeepEqual(args[n:], toAnySlice(olmbundle.OLMManagerArgs)) {
+				t.Errorf("manager args %v do not end with %v: OLM provides and mounts the certificate", args, olmbundle.OLMManagerArgs)
 				n = len(args)
 			}
 			g["args"] = args[:n]
@@ -154,7 +154,7 @@ func TestBundleMatchesConfig(t *testing.T) {
 	}
 	nsRules, _, _ = unstructured.NestedSlice(manifests.OfKind(all, "Role")[0].Object, "rules")
 	// Without the certificate rotator's writes: OLM injects the CA.
-	if len(cp) != 1 || !reflect.DeepEqual(cp[0].(map[string]any)["rules"], bundle.WithoutCertRights(clusterRules)) {
+	if len(cp) != 1 || !reflect.DeepEqual(cp[0].(map[string]any)["rules"], olmbundle.WithoutCertRights(clusterRules)) {
 		t.Errorf("clusterPermissions differ from config/rbac's ClusterRole without the certificate rotator's writes")
 	}
 	if len(p) != 1 || !reflect.DeepEqual(p[0].(map[string]any)["rules"], nsRules) {
@@ -163,15 +163,15 @@ func TestBundleMatchesConfig(t *testing.T) {
 
 	// Version: the newest release of RELEASES.md, upgrading from the newest
 	// released bundle older than it.
-	v, err := bundle.CurrentVersion(filepath.Join(root, "RELEASES.md"))
+	v, err := olmbundle.CurrentVersion(filepath.Join(root, "RELEASES.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	released, err := bundle.Released(filepath.Join(dir, bundle.ReleasesDir))
+	released, err := olmbundle.Released(filepath.Join(dir, olmbundle.ReleasesDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := bundle.Upgrade(released, v)
+	g := olmbundle.Upgrade(released, v)
 	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
 	version, _, _ := unstructured.NestedString(csv.Object, "spec", "version")
 	if csv.GetName() != v.CSVName() || version != v.String() || replaces != g.Replaces() || csv.GetAnnotations()["olm.skipRange"] != g.SkipRange() {
@@ -185,7 +185,7 @@ func TestBundleMatchesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range bundle.Annotations {
+	for _, a := range olmbundle.Annotations {
 		if ann[a[0]] != a[1] {
 			t.Errorf("annotations.yaml %s = %v, want %s", a[0], ann[a[0]], a[1])
 		}

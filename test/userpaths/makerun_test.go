@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // enableEnv turns TestMakeRun on; make test-make-run sets it. The test starts

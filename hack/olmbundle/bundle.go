@@ -1,4 +1,4 @@
-package bundle
+package olmbundle
 
 import (
 	_ "embed"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 // Package and channel of the bundle.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/myoperator/internal/manifests"
+	"github.com/example/myoperator/test/framework/manifests"
 )
 
 // TestOperatorOverlayKeepsUsersData: config/default is exactly its three

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/myoperator/internal/manifests"
-	"github.com/example/myoperator/internal/testenv"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // managerDeployment returns the one Deployment that objs hold.
