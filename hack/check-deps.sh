@@ -3,7 +3,7 @@
 # (the manager from main.go, bootstrap from initcontainer/, the Guestbook's
 # server from guestbookserver/) may link only the product's own packages, and
 # no product package may import a test or tooling package (test/, e2e/,
-# hack/). make verify runs it; CONTRIBUTING.md describes the layout.
+# hack/) or test support (testing, net/http/httptest, envtest, fake clients). make verify runs it; CONTRIBUTING.md describes the layout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,12 @@ while read -r pkg imports; do
       echo "check-deps: product package $pkg imports $imp (a test or tooling package)"
       status=1
     fi
+    case $imp in
+      testing | testing/* | net/http/httptest | */envtest | */envtest/* | */client/fake | */client/interceptor)
+        echo "check-deps: product package $pkg imports $imp (test support)"
+        status=1
+        ;;
+    esac
   done
 done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' . ./apis/... ./internal/... ./reconcile/... ./bootstrap/... ./initcontainer/... ./guestbookserver/...)
 

@@ -93,13 +93,13 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	wo := env.WebhookInstallOptions
 	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
 	metricsAddr := freeAddr(t)
-	mgr, err := app.New(saCfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0", SeveralManagersPerProcess: true,
+	mgr, err := app.New(saCfg, app.InProcess(app.Options{
+		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
 		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 		MaxConcurrentReconciles: 16, // main's default
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

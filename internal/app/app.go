@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -113,11 +112,6 @@ type Options struct {
 	WebhookPort int
 	CertDir     string
 
-	// DisableWebhooks runs without a webhook server, for a replica whose
-	// webhooks another one serves (tests): conversion, defaulting and
-	// validation then need that other replica. make run serves them.
-	DisableWebhooks bool
-
 	// Certs configures the operator's own certificate management; nil
 	// leaves certificates to someone else (cert-manager, OLM, envtest).
 	Certs *CertOptions
@@ -151,10 +145,6 @@ type Options struct {
 	// nothing.
 	PprofAddr string
 
-	// SeveralManagersPerProcess lets tests run more than one manager in
-	// one process, whose controllers would otherwise clash by name.
-	SeveralManagersPerProcess bool
-
 	// LogLevel is the level of the manager's logger, which the
 	// OperatorConfig sets live.
 	LogLevel zap.AtomicLevel
@@ -165,10 +155,23 @@ type Options struct {
 	// MaxConcurrentReconciles per controller; 0 uses a default.
 	MaxConcurrentReconciles int
 
-	// TuneMigration, when set, adjusts the storage migrator before the
-	// manager runs it (tests shorten its page size and back-off and hook
-	// between pages).
-	TuneMigration func(*migrate.Migrator)
+	// inProcess holds what only tests set, through export_test.go: the
+	// binary runs one manager per process and never sets it.
+	inProcess inProcessOptions
+}
+
+// inProcessOptions let a test run several managers in one process and
+// adjust them. Their zero value is the binary's behaviour.
+type inProcessOptions struct {
+	// skipNameValidation: controller names are unique per process, so a
+	// second manager's controllers would clash with the first's.
+	skipNameValidation bool
+	// rotatorName names the certificate rotator's controller, which does
+	// not heed SkipNameValidation; empty is cert-controller's default.
+	rotatorName string
+	// tuneMigration adjusts the storage migrator before it runs (a
+	// shorter page size and back-off, a hook between pages).
+	tuneMigration func(*migrate.Migrator)
 }
 
 // CertOptions configure the certificate rotator.
@@ -190,10 +193,7 @@ type CertOptions struct {
 // asked) and the readiness checks.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	webhookOpts := crwebhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir, TLSOpts: tlsOptions(o)}
-	if o.DisableWebhooks {
-		webhookOpts.Port, o.Certs = -1, nil
-	}
-	if o.DisableWebhooks || o.Certs != nil {
+	if o.Certs != nil {
 		o.IssuedCertSecret = ""
 	}
 	var syncer *certs.Syncer
@@ -242,7 +242,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// leader.
 	warmup := true
 	mgrOpts.Controller.EnableWarmup = &warmup
-	if o.SeveralManagersPerProcess {
+	if o.inProcess.skipNameValidation {
 		skip := true
 		mgrOpts.Controller.SkipNameValidation = &skip
 	}
@@ -280,10 +280,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !o.DisableWebhooks {
-		if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
-			return nil, err
-		}
+	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
+		return nil, err
 	}
 	if err := addControllers(cfg, mgr, o); err != nil {
 		return nil, err
@@ -294,12 +292,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// Ready means: the webhook server serving a certificate (with the
 	// rotator: written and injected; with cert-manager: loaded from its
 	// Secret). Until then the Service must not send traffic here.
-	if !o.DisableWebhooks {
-		if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
-			return nil, err
-		}
+	if err := mgr.AddReadyzCheck("webhook", webhookReady(certsReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
+		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("caches", cachesReady(mgr.GetCache(), o.DisableWebhooks)); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cachesReady(mgr.GetCache())); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -319,17 +315,9 @@ func webhookReads() []client.Object {
 // older version (an upgrade from v1alpha1 storage, before the migration),
 // its first LIST goes through the conversion webhook, which the webhook
 // Service sends only to Ready pods; waiting for it would keep every
-// replica unready for good (found on a real node, E2E_NODE=real). A
-// replica without webhooks waits for every informer, as nothing depends
-// on its readiness.
-func cachesReady(c cache.Cache, noWebhooks bool) healthz.Checker {
+// replica unready for good (found on a real node, E2E_NODE=real).
+func cachesReady(c cache.Cache) healthz.Checker {
 	return func(req *http.Request) error {
-		if noWebhooks {
-			if !c.WaitForCacheSync(req.Context()) {
-				return errors.New("caches not synced")
-			}
-			return nil
-		}
 		for _, obj := range webhookReads() {
 			inf, err := c.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
 			if err != nil {
@@ -354,8 +342,8 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	migrator := &migrate.Migrator{
 		Client: direct, Log: mgr.GetLogger().WithName("storage-migration"), Status: migration, Notify: migrationDone,
 	}
-	if o.TuneMigration != nil {
-		o.TuneMigration(migrator)
+	if o.inProcess.tuneMigration != nil {
+		o.inProcess.tuneMigration(migrator)
 	}
 	if err := mgr.Add(migrator); err != nil {
 		return err
@@ -471,7 +459,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 		LookaheadInterval:      c.Lookahead,
 		RotationCheckFrequency: c.CheckEvery,
 		EnableReadinessCheck:   true,
-		ControllerName:         rotatorName(o),
+		ControllerName:         o.inProcess.rotatorName,
 	})
 	if err != nil {
 		return fmt.Errorf("adding the certificate rotator: %w", err)
@@ -481,18 +469,6 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	syncer.Dir = o.CertDir
 	syncer.Log = mgr.GetLogger().WithName("cert-sync")
 	return mgr.Add(syncer)
-}
-
-var managers atomic.Int64
-
-// rotatorName is cert-controller's default name, made unique when tests
-// run several managers in one process (it does not heed the manager's
-// SkipNameValidation).
-func rotatorName(o Options) string {
-	if !o.SeveralManagersPerProcess {
-		return ""
-	}
-	return fmt.Sprintf("cert-rotator-%d", managers.Add(1))
 }
 
 func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error) healthz.Checker {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,14 +46,14 @@ func TestCertificateRotation(t *testing.T) {
 	}
 	probe := freeAddr(t)
 	wo := env.WebhookInstallOptions
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", SeveralManagersPerProcess: true, ProbeAddr: probe,
+	mgr, err := app.New(cfg, app.InProcess(app.Options{
+		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs: &app.CertOptions{
 			ExtraDNSNames: []string{"localhost"},
 			CAValidity:    time.Hour, CertValidity: 40 * time.Second, Lookahead: 32 * time.Second, CheckEvery: time.Second,
 		},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +122,20 @@ func freeAddr(t *testing.T) string {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String()
+}
+
+// freePort is a free port on loopback.
+func freePort(t *testing.T) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func ready(addr string) bool {

@@ -28,8 +28,8 @@ import (
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
-// replicas runs the operator's two replicas in this process: the first
-// serves the webhooks on envtest's port, the second runs without them; both
+// replicas runs the operator's two replicas in this process: both serve
+// webhooks (the API server calls the first's, on envtest's port) and both
 // elect a leader through the Lease, as the Deployment's two pods do.
 type replicas struct {
 	env    *envtest.Environment
@@ -45,12 +45,17 @@ func (r *replicas) start(t *testing.T) {
 	r.done = nil
 	wo := r.env.WebhookInstallOptions
 	for i := range 2 {
-		o := app.Options{
-			Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0", SeveralManagersPerProcess: true,
-			LeaderElection: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-			DisableWebhooks: i == 1,
+		// Both serve webhooks, each on its own port with envtest's
+		// certificate; the API server calls the first's.
+		port := wo.LocalServingPort
+		if i == 1 {
+			port = freePort(t)
 		}
+		o := app.InProcess(app.Options{
+			Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0",
+			LeaderElection: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			WebhookHost: wo.LocalServingHost, WebhookPort: port, CertDir: wo.LocalServingCertDir,
+		})
 		mgr, err := app.New(r.cfg, o)
 		if err != nil {
 			t.Fatal(err)

@@ -400,9 +400,9 @@ func pauseLeader(ctx context.Context, t *testing.T, bin string, kubeconfigs map[
 func startFenceReplica(t *testing.T, bin, kubeconfig, pod string) *fenceReplica {
 	t.Helper()
 	r := &fenceReplica{pod: pod, out: &lockedBuffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", operatorNS, "--leader-elect",
+	r.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--namespace", operatorNS, "--leader-elect",
 		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
-		"--disable-webhooks", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-devel")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-devel"}, ownWebhookArgs(t)...)...)
 	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {

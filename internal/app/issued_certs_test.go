@@ -44,11 +44,11 @@ func TestIssuedCertificate(t *testing.T) {
 
 	probe, certDir := freeAddr(t), t.TempDir()
 	wo := env.WebhookInstallOptions
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", SeveralManagersPerProcess: true, ProbeAddr: probe,
+	mgr, err := app.New(cfg, app.InProcess(app.Options{
+		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: certDir,
 		IssuedCertSecret: app.DefaultCertSecret,
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/test/framework/certstest"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -66,8 +68,8 @@ func TestLeaderHandover(t *testing.T) {
 	}
 	start := func() *replica {
 		r := &replica{out: &lockedBuffer{}, done: make(chan error, 1)}
-		r.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", operatorNS, "--leader-elect",
-			"--disable-webhooks", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-devel")
+		r.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--namespace", operatorNS, "--leader-elect",
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-devel"}, ownWebhookArgs(t)...)...)
 		r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -157,4 +159,19 @@ func TestLeaderHandover(t *testing.T) {
 	}
 	t.Logf("SIGTERM to the leader: lease taken over after %s, first reconcile by the new leader after %s",
 		tookLease.Round(time.Millisecond), firstReconcile.Round(time.Millisecond))
+}
+
+// ownWebhookArgs give a manager process of a test its own webhook port on
+// loopback and a serving certificate from files (as OLM mounts one), so
+// that several run on this host; the API server calls none of them.
+func ownWebhookArgs(t *testing.T) []string {
+	t.Helper()
+	dir, err := certstest.ServingDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(freePort(t)),
+		"--manage-webhook-certs=false", "--webhook-cert-secret=", "--webhook-cert-dir=" + dir,
+	}
 }

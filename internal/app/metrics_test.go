@@ -74,24 +74,23 @@ func TestManagedMetrics(t *testing.T) {
 	var once sync.Once
 	wo := env.WebhookInstallOptions
 	metricsAddr := freeAddr(t)
-	mgr, err := app.New(cfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0", SeveralManagersPerProcess: true,
+	mgr, err := app.New(cfg, app.WithMigrationTuning(app.Options{
+		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
 		LeaderElection: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
-		TuneMigration: func(m *migrate.Migrator) {
-			m.PageSize = 2
-			m.AfterPage = func(ctx context.Context, _ migrate.Page) {
-				once.Do(func() {
-					close(paused)
-					select {
-					case <-resume:
-					case <-ctx.Done():
-					}
-				})
-			}
-		},
-	})
+	}, func(m *migrate.Migrator) {
+		m.PageSize = 2
+		m.AfterPage = func(ctx context.Context, _ migrate.Page) {
+			once.Do(func() {
+				close(paused)
+				select {
+				case <-resume:
+				case <-ctx.Done():
+				}
+			})
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

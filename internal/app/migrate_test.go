@@ -39,7 +39,7 @@ func TestStorageMigration(t *testing.T) {
 	t.Cleanup(cancel)
 	const n = 25
 	previousRelease(t, env, c, "legacy", n)
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true}); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{Namespace: operatorNS})); err != nil {
 		t.Fatal(err)
 	}
 	waitStoredV1(t, c, 60*time.Second)
@@ -78,7 +78,7 @@ func TestStorageMigrationFailureDegrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	freeze := freezeDrinks(t, c)
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true}); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{Namespace: operatorNS})); err != nil {
 		t.Fatal(err)
 	}
 	waitDegraded(t, c, metav1.ConditionTrue, "StorageMigrationFailed", "Drinks are frozen")
@@ -132,7 +132,7 @@ func TestStorageMigrationFinishes(t *testing.T) {
 			}
 		}
 	}
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true, TuneMigration: tune}); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.WithMigrationTuning(app.Options{Namespace: operatorNS}, tune)); err != nil {
 		t.Fatal(err)
 	}
 

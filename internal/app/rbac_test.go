@@ -75,12 +75,12 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 	wo := env.WebhookInstallOptions
 	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
 	metricsAddr := freeAddr(t)
-	mgr, err := app.New(saCfg, app.Options{
-		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0", SeveralManagersPerProcess: true,
+	mgr, err := app.New(saCfg, app.InProcess(app.Options{
+		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
 		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
 		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

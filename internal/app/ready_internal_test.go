@@ -18,23 +18,19 @@ import (
 	"github.com/example/myoperator/internal/scheme"
 )
 
-// TestCachesReady: a replica that serves webhooks is Ready once the
-// informers the webhooks read have synced, whatever the Drinks' informer
-// does (its first LIST may need the conversion webhook, which the Service
-// sends only to Ready pods); one without webhooks waits for every informer.
+// TestCachesReady: a replica is Ready once the informers the webhooks read
+// have synced, whatever the Drinks' informer does (its first LIST may need
+// the conversion webhook, which the Service sends only to Ready pods).
 func TestCachesReady(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		noWebhooks bool
-		unsynced   []client.Object
-		ready      bool
+		name     string
+		unsynced []client.Object
+		ready    bool
 	}{
 		{name: "every informer synced", ready: true},
 		{name: "the Drinks' informer waits on the conversion webhook", unsynced: []client.Object{&drinksv1.Drink{}, &corev1.ConfigMap{}}, ready: true},
 		{name: "the OperatorConfig not synced", unsynced: []client.Object{&operatorv1alpha1.OperatorConfig{}}},
 		{name: "the Guestbooks not synced", unsynced: []client.Object{&webappv1.Guestbook{}}},
-		{name: "without webhooks, the Drinks not synced", noWebhooks: true, unsynced: []client.Object{&drinksv1.Drink{}}},
-		{name: "without webhooks, every informer synced", noWebhooks: true, ready: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synced := len(tc.unsynced) == 0
@@ -49,7 +45,7 @@ func TestCachesReady(t *testing.T) {
 				}
 				c.InformersByGVK[gvk] = controllertest.NewFakeInformer()
 			}
-			err := cachesReady(c, tc.noWebhooks)(httptest.NewRequest("GET", "/readyz", nil))
+			err := cachesReady(c)(httptest.NewRequest("GET", "/readyz", nil))
 			if (err == nil) != tc.ready {
 				t.Errorf("ready: %v, want %t", err, tc.ready)
 			}

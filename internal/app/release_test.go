@@ -93,9 +93,14 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 		held = *l.Spec.HolderIdentity
 		return ""
 	})
-	// The standby serves no webhooks: the API server calls the leader's,
-	// which must keep answering through its drain.
-	standby := start("standby", 0, "--disable-webhooks")
+	// The standby serves its webhooks on a port of its own, with the same
+	// certificate Secret: the API server calls the leader's, which must
+	// keep answering through its drain.
+	standbyPort, err := bench.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := start("standby", standbyPort)
 	if err := standby.WaitReady(ctx, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestRetireV1alpha1ManagedFields(t *testing.T) {
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{Namespace: operatorNS, SeveralManagersPerProcess: true}); err != nil {
+	if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{Namespace: operatorNS})); err != nil {
 		t.Fatal(err)
 	}
 	const ns = retireNS

@@ -36,9 +36,9 @@ func TestServingProtocols(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			metrics := freeAddr(t)
-			if err := testenv.StartManager(ctx, env, cfg, app.Options{
-				EnableHTTP2: c.enableHTTP2, MetricsAddr: metrics, SecureMetrics: true, SeveralManagersPerProcess: true,
-			}); err != nil {
+			if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{
+				EnableHTTP2: c.enableHTTP2, MetricsAddr: metrics, SecureMetrics: true,
+			})); err != nil {
 				t.Fatal(err)
 			}
 			wo := env.WebhookInstallOptions

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +93,7 @@ func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1
 	}
 	if resp := h.serve(r, single); resp.converted() {
 		converted := &apiextensionsv1.ConversionReview{}
-		if json.Unmarshal(resp.rec.Body.Bytes(), converted) == nil && len(converted.Response.ConvertedObjects) == 1 {
+		if json.Unmarshal(resp.rec.body.Bytes(), converted) == nil && len(converted.Response.ConvertedObjects) == 1 {
 			return converted.Response.ConvertedObjects[0], true
 		}
 	}
@@ -118,16 +117,39 @@ func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1
 	return runtime.RawExtension{Raw: raw}, true
 }
 
+// buffered keeps a handler's response in memory, to be looked at before
+// any of it is sent.
+type buffered struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (b *buffered) Header() http.Header { return b.header }
+
+func (b *buffered) Write(p []byte) (int, error) {
+	if b.code == 0 {
+		b.code = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+func (b *buffered) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
 // innerResponse is what the inner handler answered.
 type innerResponse struct {
-	rec *httptest.ResponseRecorder
+	rec *buffered
 	// status is the review's result status ("Success"), empty when the
 	// answer is no review.
 	status string
 }
 
 func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
-	rec := httptest.NewRecorder()
+	rec := &buffered{header: http.Header{}}
 	inner := r.Clone(r.Context())
 	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	h.next.ServeHTTP(rec, inner)
@@ -140,8 +162,11 @@ func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
 			} `json:"result"`
 		} `json:"response"`
 	}
+	if rec.code == 0 {
+		rec.code = http.StatusOK
+	}
 	resp := innerResponse{rec: rec}
-	if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &review) == nil && review.Response != nil {
+	if rec.code == http.StatusOK && json.Unmarshal(rec.body.Bytes(), &review) == nil && review.Response != nil {
 		resp.status = review.Response.Result.Status
 	}
 	return resp
@@ -150,11 +175,11 @@ func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
 func (r innerResponse) converted() bool { return r.status == metav1.StatusSuccess }
 
 func (r innerResponse) writeTo(w http.ResponseWriter) {
-	for k, v := range r.rec.Header() {
+	for k, v := range r.rec.header {
 		w.Header()[k] = v
 	}
-	w.WriteHeader(r.rec.Code)
-	_, _ = w.Write(r.rec.Body.Bytes())
+	w.WriteHeader(r.rec.code)
+	_, _ = w.Write(r.rec.body.Bytes())
 }
 
 // objectName is the object's metadata.name, "" when it has none.

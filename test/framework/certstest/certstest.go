@@ -9,6 +9,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -119,4 +121,27 @@ func serial() *big.Int {
 
 func pemOf(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// ServingDir writes a serving certificate for localhost and 127.0.0.1 as
+// tls.crt and tls.key into a new folder under parent, the way OLM mounts
+// one, and returns the folder: a manager started with
+// --manage-webhook-certs=false --webhook-cert-secret="" serves it.
+func ServingDir(parent string) (string, error) {
+	ca, err := NewCA()
+	if err != nil {
+		return "", err
+	}
+	leaf, err := ca.Issue("localhost")
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(parent, "serving-certs-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), leaf.CertPEM, 0o600); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "tls.key"), leaf.KeyPEM, 0o600)
 }
