@@ -195,7 +195,7 @@ fuzz-e2e: k8s-binaries ## Random user actions against the operator checked again
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
 
 .PHONY: test-crash-points
-test-crash-points: k8s-binaries ## The write-point table (issue 14): the manager SIGKILLed right after each of its writes in turn, then a fresh one; the final state must equal the fault-free run's (about 14 min; make test runs 8 points).
+test-crash-points: k8s-binaries ## The write-point table: the manager SIGKILLed right after each of its writes in turn, then a fresh one; the final state must equal the fault-free run's (about 14 min; make test runs 8 points).
 	go test -count=1 -exec /bin/true ./test/faults/ >/dev/null  # compile outside the namespace, run nothing
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
 
@@ -274,7 +274,7 @@ k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok
 	KUBE_VERSION=$(KUBE_VERSION) KWOK_VERSION=$(KWOK_VERSION) hack/build-k8s.sh $(K8S_BIN)
 
 .PHONY: node-binaries
-node-binaries: ## Build a real node (issue 16, not in make ci): kubelet, kube-proxy, containerd, ctr, CNI plugins, pause image into bin/node/<version> (docs/REAL-NODE.md).
+node-binaries: ## Build a real node (not in make ci): kubelet, kube-proxy, containerd, ctr, CNI plugins, pause image into bin/node/<version> (docs/REAL-NODE.md).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-node.sh $(BIN)/node/$(KUBE_VERSION)
 
 DEV_CLUSTER ?= myoperator-dev
@@ -312,7 +312,7 @@ run-local: run ## Same as make run (its former name).
 # of medians goes into docs/BENCHMARKS.md.
 BENCH_RESULTS ?= $(ROOT)/test/bench/results/full.jsonl
 BENCH_FULL_RUNS ?= 3
-# The sizes of make bench-full: 50,000 is issue 15's scale; 10,000 to
+# The sizes of make bench-full: 50,000 is the scale the targets are set for; 10,000 to
 # 50,000 gives the heap per Drink; 5,000 and 1,000 compare with before.
 BENCH_FULL_SIZES ?= 50000 10000 5000 1000
 # Further flags for every bench run, for example BENCH_FLAGS="-reconciles 16,32".

@@ -158,7 +158,7 @@ func TestKubectlPrinterColumns(t *testing.T) {
 }
 
 // TestKubectlExplainDrinkSpec: `kubectl explain drink.spec` lists exactly
-// each version's fields (DESIGN.md), every one with a description.
+// each version's fields (docs/DESIGN.md), every one with a description.
 func TestKubectlExplainDrinkSpec(t *testing.T) {
 	fieldLine := regexp.MustCompile(`^  ([A-Za-z]+)\t<`)
 	for version, want := range map[string][]string{

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds what a real Kubernetes node needs (issue 16) from Go modules, offline
+# Builds what a real Kubernetes node needs from Go modules, offline
 # from any release download site, into a versioned folder, the same way
 # hack/build-k8s.sh builds the control plane: only missing pieces are built,
 # static (CGO_ENABLED=0), -trimpath, with version stamps.

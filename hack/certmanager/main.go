@@ -56,8 +56,8 @@ import (
 )
 
 // cert-manager's defaults for its controller configuration; they live in
-// an internal package of cert-manager (internal/apis/config/controller/
-// v1alpha1/defaults.go), so they are restated here.
+// an internal package of cert-manager
+// (github.com/cert-manager/cert-manager/internal/apis/config/controller/v1alpha1), so they are restated here.
 const (
 	workers             = 5
 	kubeAPIQPS          = 20

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-node experiment of issue 16 (docs/REAL-NODE.md): a kwok cluster's
+# The real-node experiment (docs/REAL-NODE.md): a kwok cluster's
 # control plane (etcd, kube-apiserver, controller-manager, scheduler) plus one
 # real node, containerd + kubelet + kube-proxy on the bridge CNI, all inside
 # the project's network namespace. Run as root, after make node-binaries and

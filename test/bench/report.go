@@ -34,7 +34,7 @@ var (
 	targetNoWrites  = &target{0, "0"}
 	targetProbe     = &target{2, "<= 2"}
 	targetTailDiff  = &target{5, "<= 5"}
-	// Issue 15's targets at N = 50,000: R, the heap per Drink from 10,000
+	// The targets at N = 50,000: R, the heap per Drink from 10,000
 	// to 50,000, and the RSS as a share of config/manager's memory limit.
 	targetR50k       = &target{1.10, "<= 1.10"}
 	targetSlope50k   = &target{2.5, "<= 2.5"}
@@ -138,14 +138,14 @@ func rowsFor(recs []Record) []row {
 			row{"that peak, share of config/manager's memory limit", "%", per(func(r Record) float64 { return r.Lists.PeakRSSV1alpha1 / r.MemoryLimit * 100 }), targetLimitShare},
 		)
 	}
-	// Records made before issue 15's measures have none of them.
+	// Records made before the scale measures have none of them.
 	if recs[0].Restart.Reconciles > 0 {
 		rows = append(rows, scaleRows(recs[0].N, per)...)
 	}
 	return rows
 }
 
-// scaleRows are issue 15's measures: the SIGKILL handover's full revisit,
+// scaleRows are the scale measures: the SIGKILL handover's full revisit,
 // the restart, the OperatorConfig edit and the admission tail.
 func scaleRows(n int, per func(func(Record) float64) []float64) []row {
 	return []row{
@@ -193,7 +193,7 @@ func Report(w io.Writer, recs []Record) {
 	for _, n := range ns {
 		reportN(w, byN[n])
 	}
-	// Issue 15's slope, from 10,000 to 50,000 Drinks, has its own target;
+	// The slope from 10,000 to 50,000 Drinks, has its own target;
 	// the earlier one spans the smallest and largest N otherwise.
 	lo, hi := byN[10000], byN[50000]
 	if len(ns) >= 2 && (lo == nil || hi == nil || ns[0] != 10000 || ns[len(ns)-1] != 50000) {

@@ -151,7 +151,7 @@ func poll(ctx context.Context, deadline time.Time, interval time.Duration, f fun
 type EditResult struct {
 	// Unmanaged: from the patch to Unmanaged until N reconciles and an
 	// empty queue; every Drink's status then says Unmanaged (N writes by
-	// design: DESIGN.md, "says so in status").
+	// design: an Unmanaged Drink says so in status, docs/DESIGN.md).
 	UnmanagedSeconds    float64
 	UnmanagedWrites     Writes
 	UnmanagedReconciles float64

@@ -71,7 +71,7 @@ func TestReportScaleRows(t *testing.T) {
 		rec  Record
 		want bool
 	}{
-		{"a record made before issue 15's measures", Record{N: 1000}, false},
+		{"a record made before the scale measures", Record{N: 1000}, false},
 		{"a record with them", Record{N: 1000, Restart: RestartResult{Reconciles: 1000}}, true},
 	} {
 		var b strings.Builder

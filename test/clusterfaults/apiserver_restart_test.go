@@ -192,7 +192,7 @@ func (w *writer) expected() map[string]map[string]string {
 }
 
 // drinkAt is the i-th Drink, written in v1alpha1, v1beta1 or v1 in turn,
-// and the ConfigMap data DESIGN.md's layout table gives for it (written
+// and the ConfigMap data docs/DESIGN.md's layout table gives for it (written
 // out here rather than taken from reconcile/, to check the operator
 // against the product's contract).
 func drinkAt(ns string, i int) (client.Object, map[string]string) {

@@ -1,4 +1,4 @@
-// Package clusterfaults holds tests of the cluster faults of issue 14 that
+// Package clusterfaults holds tests of the cluster faults that
 // need the manager as its own process against a control plane the test
 // owns (test/bench): kube-apiserver and etcd stopped and restarted
 // while Drinks are written (TestAPIServerRestart), and a cluster full of

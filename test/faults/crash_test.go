@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestCrashAtEveryWrite (issue 14, item 1): the scenario runs fault-free
+// TestCrashAtEveryWrite: the scenario runs fault-free
 // once to count the manager's writes (every one: operands, status, events,
 // the Lease, certificates); then, for each crash point k, the scenario runs
 // again in fresh names, the manager is SIGKILLed right after the write that

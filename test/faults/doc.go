@@ -1,5 +1,5 @@
 // Package faults runs the manager binary behind a fault-injecting proxy of
-// the API server (issue 14, items 1 and 2): TestCrashAtEveryWrite SIGKILLs
+// the API server: TestCrashAtEveryWrite SIGKILLs
 // it right after each of its writes in turn and starts a fresh one, and
 // TestStaleAndDroppedEvents delays or coalesces its watch events, or
 // restarts it with informers that start from lists recorded steps earlier.

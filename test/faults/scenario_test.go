@@ -25,7 +25,7 @@ const (
 	// user action, including a crash, the Lease expiring and a fresh
 	// manager starting.
 	stepTimeout = 60 * time.Second
-	// instanceLabel names a Guestbook operand's Guestbook (DESIGN.md).
+	// instanceLabel names a Guestbook operand's Guestbook (docs/DESIGN.md).
 	instanceLabel = "app.kubernetes.io/instance"
 	// newImage is the OperatorConfig's guestbook.image after the change.
 	newImage = "registry.k8s.io/pause:3.9"

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestStaleAndDroppedEvents (issue 14, item 2): the scenario of
+// TestStaleAndDroppedEvents: the scenario of
 // TestCrashAtEveryWrite with the manager's view of the cluster perturbed
 // at the proxy: every watch event delivered late; bursts coalesced, so
 // that only the last event of each object reaches the informers; and a

@@ -1,6 +1,6 @@
 // Package model is a pure model of what the cluster must look like after any
 // sequence of user actions on Drinks, their ConfigMaps and the
-// OperatorConfig, written from docs' product spec (DESIGN.md), and a
+// OperatorConfig, written from the product's design (docs/DESIGN.md), and a
 // generator that draws such sequences from a seed.
 //
 // It imports nothing from the project, not even apis/: an oracle built from

@@ -103,7 +103,7 @@ func View(s Spec, version string) map[string]string {
 	}
 }
 
-// Layout is the operator's part of a Drink's ConfigMap (DESIGN.md's table
+// Layout is the operator's part of a Drink's ConfigMap (docs/DESIGN.md's table
 // "authored in -> data keys"). It is by design the authored version's view
 // of the spec, so that apps reading the ConfigMap see the version they wrote.
 func Layout(d *Drink) map[string]string { return View(d.Spec, d.Authored) }
@@ -131,10 +131,10 @@ func (m *Model) Applicable(a Action) bool {
 	return true
 }
 
-// MaxSmallExtras is the most extras a Small drink takes. DESIGN.md does not
+// MaxSmallExtras is the most extras a Small drink takes. docs/DESIGN.md does not
 // say it: the project's validating webhook refuses more, and the model
 // states it here as a rule of its own (a product rule to write into
-// DESIGN.md, or to drop from the webhook).
+// docs/DESIGN.md, or to drop from the webhook).
 const MaxSmallExtras = 3
 
 // Step applies a (which must be Applicable) to the model and says whether
@@ -170,7 +170,7 @@ func (m *Model) Step(a Action) (accepted bool) {
 	return accepted
 }
 
-// MaxExtras is the most extras a Drink takes (DESIGN.md: a set, at most 10).
+// MaxExtras is the most extras a Drink takes (docs/DESIGN.md: a set, at most 10).
 const MaxExtras = 10
 
 // valid says whether the API server accepts a Drink with spec s.

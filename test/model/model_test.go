@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestRules: DESIGN.md's rules as the model states them, one sequence each.
+// TestRules: docs/DESIGN.md's rules as the model states them, one sequence each.
 func TestRules(t *testing.T) {
 	v1 := Action{Kind: Create, Name: "d", Version: V1, Method: ByCreate,
 		Fields: Fields{DisplayName: "Tea", Beverage: "tea", Size: "Large", SugarCubes: 2, Extras: []string{"mint", "lemon"}}}

@@ -35,8 +35,8 @@ const (
 	// settle bounds how long the cluster may take to match the model after
 	// a step.
 	settle = 10 * time.Second
-	// Labels the operator puts on the ConfigMaps it controls (DESIGN.md and
-	// the README name them; spelt out here rather than imported).
+	// Labels the operator puts on the ConfigMaps it controls (docs/DESIGN.md
+	// names them; spelt out here rather than imported).
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedByValue = "myoperator"
 )

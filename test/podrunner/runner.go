@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// podman runs containers the way FACTS.md found to work on these machines:
+// podman runs containers the way that works on the project's CI machines:
 // cgroupfs and runc (crun and the default ulimits fail here).
 var podman = []string{"podman", "--cgroup-manager=cgroupfs", "--runtime", "/usr/sbin/runc"}
 

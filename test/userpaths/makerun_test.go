@@ -32,7 +32,7 @@ import (
 const enableEnv = "MYOPERATOR_TEST_MAKE_RUN"
 
 // layouts are the data keys of a Drink's ConfigMap for each version its spec
-// can be authored in (DESIGN.md, "The one reconciler"), written out here
+// can be authored in (docs/DESIGN.md), written out here
 // rather than taken from the reconciler that the test checks.
 var layouts = map[string][]string{
 	"v1alpha1": {"name", "drink"},

@@ -1,6 +1,6 @@
 module github.com/example/myoperator/hack/node/cni
 
-// This module only pins the CNI plugins for the real-node experiment (issue 16):
+// This module only pins the CNI plugins for the real-node experiment:
 // hack/build-node.sh builds bridge, host-local, loopback and portmap from here.
 
 go 1.26.8

@@ -1,6 +1,6 @@
 module github.com/example/myoperator/hack/node/containerd
 
-// This module only pins containerd for the real-node experiment (issue 16):
+// This module only pins containerd for the real-node experiment:
 // hack/build-node.sh builds its daemon, ctr and the runc shim from here. It is
 // kept apart from the operator module so that the operator's dependency graph
 // stays small.
