@@ -13,7 +13,7 @@ COMMIT ?= $(eval COMMIT := $$(shell git rev-parse HEAD 2>/dev/null || echo unkno
 
 # Pinned versions: everything the project builds or runs is named here once.
 KUBE_VERSION ?= v1.37.2
-# The oldest Kubernetes the operator supports (README: "Supported Kubernetes
+# The oldest Kubernetes the operator supports (docs/install.md: "Supported Kubernetes
 # versions"); make test-k8s-oldest runs the envtest suites on it.
 KUBE_OLDEST_VERSION ?= v1.33.13
 KWOK_VERSION ?= v0.8.0
@@ -121,7 +121,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 	hack/kube-score.sh $(KUBE_SCORE)
 
 .PHONY: verify
-verify: ## Regenerate code and manifests and fail if that changes any file (a hand edit or a stale generation).
+verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, stale file references, long commit subjects.
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
 	@$(MAKE) --no-print-directory generate manifests bundle
 	@hack/tree-digest.sh > $(BIN)/.verify-after
@@ -230,7 +230,7 @@ test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make instal
 
 E2E_ARGS ?=
 # An existing cluster for the e2e suite instead of the kwok cluster it
-# creates (README: "e2e against any cluster"); with it the suite needs
+# creates (CONTRIBUTING.md: "e2e suites"); with it the suite needs
 # neither the Kubernetes binaries nor podman. E2E_NETNS is the network
 # namespace the suite runs in (make demo's cluster lives in $(NETNS));
 # empty runs it on the host, for a cluster reached over the network.
@@ -256,7 +256,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
 
 .PHONY: test-e2e-real
-test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default; not in make ci (README: "e2e on a real node").
+test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default; not in make ci (docs/REAL-NODE.md).
 	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci

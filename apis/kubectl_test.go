@@ -224,8 +224,8 @@ spec:
 // TestKubectlCourseManifest: the course's manifest (example.com/v1 with name
 // and drink) is this project's v1alpha1: applied as written, v1 refuses it
 // and names the fields it does not know; with apiVersion example.com/v1alpha1
-// it applies unchanged and reads in v1 as displayName and beverage (README,
-// "The course's manifests").
+// it applies unchanged and reads in v1 as displayName and beverage (docs/api.md,
+// "Samples and the course's manifests").
 func TestKubectlCourseManifest(t *testing.T) {
 	ns := kubectlNamespace(t)
 	apply := func(manifest string) (string, error) {

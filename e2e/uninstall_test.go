@@ -119,7 +119,7 @@ func uninstallAndReinstall() features.Feature {
 			if len(missed) == 1 {
 				// The operator wrote nothing after the delete began and its
 				// other Drinks' ConfigMaps were collected: this one is
-				// Kubernetes' (README, "Install and removal"). It goes by
+				// Kubernetes' (docs/install.md, "Remove"). It goes by
 				// hand, so that the reinstall below starts clean.
 				fmt.Printf("e2e: %s was missed by the garbage collector: untouched since before the delete, owned by its deleted Drink, "+
 					"the other %d collected; deleted by hand\n", missed[0], len(drinkUIDs)-1)

@@ -36,7 +36,7 @@ build() {
 # Each version is pinned by its own modules, with the etcd its release names
 # (build/dependencies.yaml), so that adding one never moves the others'
 # dependencies. v1.33.13 is the oldest supported: 1.30 to 1.32 fail the
-# envtest suites (README: "Supported Kubernetes versions").
+# envtest suites (docs/install.md: "Supported Kubernetes versions").
 case "$KUBE_VERSION" in
   v1.37.2) kube_mod=hack/k8s/kube etcd_mod=hack/k8s/etcd full=true ;;
   v1.33.13) kube_mod=hack/k8s/kube-v1.33 etcd_mod=hack/k8s/etcd-v3.5 full=false ;;

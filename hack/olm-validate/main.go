@@ -2,7 +2,7 @@
 // `operator-sdk bundle validate`, with its OperatorHub and good-practices
 // suites) over each bundle directory it is given, then builds and checks
 // the upgrade graph their CSVs form and prints it. It fails on any error,
-// on any warning not explained in the README (olmcheck.KnownWarnings) and
+// on any warning not explained in docs/olm.md (olmcheck.KnownWarnings) and
 // on a broken graph. make verify runs it on bundle/ and every
 // bundle/releases/vX.Y.Z.
 package main
@@ -46,10 +46,10 @@ func run(k8sVersion string, dirs []string) bool {
 				explained++
 			default:
 				unexplained++
-				fmt.Printf("olm-validate: %s: WARNING (not explained in README.md's OLM section) %s\n", dir, f)
+				fmt.Printf("olm-validate: %s: WARNING (not explained in docs/olm.md) %s\n", dir, f)
 			}
 		}
-		fmt.Printf("olm-validate: %s (%s): %d errors, %d warnings explained in the README, %d unexplained\n",
+		fmt.Printf("olm-validate: %s (%s): %d errors, %d warnings explained in docs/olm.md, %d unexplained\n",
 			dir, b.Name, errs, explained, unexplained)
 		ok = ok && errs == 0 && unexplained == 0
 	}

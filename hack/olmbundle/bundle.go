@@ -99,7 +99,7 @@ func Generate(dir string, o Options) error {
 	// ServiceAccount, Service, Secret, ConfigMap, PodDisruptionBudget,
 	// PriorityClass, VerticalPodAutoscaler, PrometheusRule, ServiceMonitor
 	// and console kinds), and an install plan with another kind fails. An
-	// admin who installs through OLM applies it apart (README).
+	// admin who installs through OLM applies it apart (docs/olm.md).
 
 	// The rights on Guestbook operands are granted per namespace by binding
 	// this ClusterRole there; the bundle ships the role, and an admin (or

@@ -135,7 +135,7 @@ func TestManagedMetrics(t *testing.T) {
 	}
 	// tea is written in v1alpha1 by a client that names itself, as a
 	// deployment tool would: the API server's metric and audit log show
-	// who still uses the deprecated version (the README's recipe).
+	// who still uses the deprecated version (docs/monitoring.md's recipe).
 	legacyCfg := rest.CopyConfig(cfg)
 	legacyCfg.UserAgent = "legacy-deployer/1.0"
 	legacyClient, err := client.New(legacyCfg, client.Options{Scheme: admin.Scheme()})

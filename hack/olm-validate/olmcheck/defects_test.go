@@ -77,8 +77,8 @@ type want struct {
 
 // TestValidatorsFindDefects feeds OLM's validators copies of the current
 // CSV with known defects and asserts that their own messages name each
-// defect, and that make verify would fail on it (an error, or a warning the
-// README does not explain). The unchanged copy is the control: no error and
+// defect, and that make verify would fail on it (an error, or a warning that
+// docs/olm.md does not explain). The unchanged copy is the control: no error and
 // no unexplained warning.
 func TestValidatorsFindDefects(t *testing.T) {
 	const conversionOnlyAll = "only AllNamespaces InstallModeType is supported when conversionCRDs is present"

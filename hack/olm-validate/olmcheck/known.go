@@ -9,8 +9,8 @@ import (
 )
 
 // Known is a warning the validators give that the generator cannot fix;
-// the README's "OLM" section explains each. Any other warning fails make
-// verify, as an error does.
+// docs/olm.md explains each. Any other warning fails make verify, as an
+// error does.
 type Known struct {
 	// Validators give it; Substring is part of its message.
 	Validators []string
@@ -21,7 +21,7 @@ type Known struct {
 	Why      string
 }
 
-// KnownWarnings are the warnings explained in the README.
+// KnownWarnings are the warnings explained in docs/olm.md.
 var KnownWarnings = []Known{
 	{
 		Validators: []string{"alpha-deprecated-apis", "operatorhubv2"},
