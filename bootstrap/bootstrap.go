@@ -20,6 +20,10 @@ import (
 // OperatorConfig can be created.
 const OperatorConfigCRD = "operatorconfigs.operator.example.com"
 
+// FieldOwner names the initContainer in the managedFields of the
+// OperatorConfig it creates, apart from the manager (reconcile.FieldOwner).
+const FieldOwner = "myoperator-bootstrap"
+
 // The initContainer runs as the manager's ServiceAccount; it needs these.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=operatorconfigs.operator.example.com
 // +kubebuilder:rbac:groups=operator.example.com,resources=operatorconfigs,verbs=create
@@ -124,7 +128,7 @@ func DefaultConfig() *operatorv1alpha1.OperatorConfig {
 // their GitOps tool) and is left exactly as it is.
 func CreateDefaultConfig(ctx context.Context, log logr.Logger, c client.Client) error {
 	cfg := DefaultConfig()
-	err := c.Create(ctx, cfg, client.FieldOwner("myoperator-bootstrap"))
+	err := c.Create(ctx, cfg, client.FieldOwner(FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		log.Info("OperatorConfig exists; left untouched", "name", cfg.Name)

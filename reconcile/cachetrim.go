@@ -3,6 +3,8 @@ package reconcile
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // The manager caches one ConfigMap and one Drink per Drink; at 50,000
@@ -34,7 +37,10 @@ const cacheDigestAnnotation = "myoperator.example.com/cache-digest"
 // still enough to tell a ConfigMap that needs no write, which is every
 // ConfigMap of a converged cluster. Other ConfigMaps lose only their
 // managed fields, and an annotation under the digest's key, so that only
-// a trimmed object can carry a digest.
+// a trimmed object can carry a digest. The layout keys are those of
+// drinksversions.Drinks: a reconciler given another table still decides
+// right, since a layout whose keys the tables disagree on gets another
+// digest, and the ConfigMap is read whole.
 func TrimConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -60,6 +66,7 @@ func TrimConfigMap(obj any) (any, error) {
 		return cm, nil
 	}
 	layout := cm.Annotations[LayoutAnnotation]
+	digest := configMapDigest(layout, layoutKeys(drinksversions.Drinks, layout), cm.Labels[ManagedByLabel], cm.Labels[DrinkLabel], cm.Data)
 	return &corev1.ConfigMap{
 		TypeMeta: cm.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
@@ -68,19 +75,19 @@ func TrimConfigMap(obj any) (any, error) {
 			OwnerReferences: internOwnerRefs(cm.OwnerReferences),
 			Annotations: map[string]string{
 				LayoutAnnotation:      intern(layout),
-				cacheDigestAnnotation: configMapDigest(layout, cm.Labels[ManagedByLabel], cm.Labels[DrinkLabel], cm.Data),
+				cacheDigestAnnotation: digest,
 			},
 		},
 	}, nil
 }
 
 // configMapDigest digests what makes a ConfigMap in the layout match a
-// Drink: the two labels the reconciler sets and, for each key of the
-// layout, whether it is present and its value. Keys outside the layout
-// (another writer's) do not count, as in configMapMatches. SHA-256, cut to
-// 128 bits: a collision, which would hide a change from the reconciler,
-// cannot be made on purpose.
-func configMapDigest(layout, managedBy, drink string, data map[string]string) string {
+// Drink: the two labels the reconciler sets and, for each of the layout's
+// keys (sorted), whether it is present and its value. Keys outside the
+// layout (another writer's) do not count, as in configMapMatches. SHA-256,
+// cut to 128 bits: a collision, which would hide a change from the
+// reconciler, cannot be made on purpose.
+func configMapDigest(layout string, keys []string, managedBy, drink string, data map[string]string) string {
 	h := sha256.New()
 	field := func(s string) {
 		var n [4]byte
@@ -91,7 +98,7 @@ func configMapDigest(layout, managedBy, drink string, data map[string]string) st
 	field(layout)
 	field(managedBy)
 	field(drink)
-	for _, k := range layoutKeys(layout) { // sorted
+	for _, k := range keys {
 		v, ok := data[k]
 		field(k)
 		if ok {
@@ -104,10 +111,11 @@ func configMapDigest(layout, managedBy, drink string, data map[string]string) st
 }
 
 // trimmedMatches is configMapMatches for a trimmed ConfigMap of the cache.
+// data is the Drink's layout rendered, so its keys are the layout's.
 func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) bool {
 	layout := AuthoredVersion(d)
 	return cm.Annotations[LayoutAnnotation] == layout &&
-		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, ManagedByValue, d.Name, data) &&
+		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, slices.Sorted(maps.Keys(data)), ManagedByValue, d.Name, data) &&
 		ownerRefsMatch(cm, d)
 }
 
@@ -171,11 +179,11 @@ var interned = struct {
 	m map[string]string
 }{m: map[string]string{}}
 
-// authoredOnly holds, per served version, the annotations of a Drink that
-// carries only the webhook's AuthoredVersionAnnotation.
+// authoredOnly holds, per version of drinksversions.Drinks, the annotations
+// of a Drink that carries only the webhook's AuthoredVersionAnnotation.
 var authoredOnly = func() map[string]map[string]string {
 	m := map[string]map[string]string{}
-	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+	for _, v := range drinksversions.Drinks.Names() {
 		m[v] = map[string]string{drinksv1.AuthoredVersionAnnotation: v}
 	}
 	return m

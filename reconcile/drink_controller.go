@@ -14,11 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 )
-
-// FieldOwner is the server-side apply field manager of every operand write.
-const FieldOwner = "myoperator"
 
 // DrinkReconciler renders every Drink, whatever version it was written in,
 // into a ConfigMap of the same name in its namespace, in the layout of its
@@ -32,7 +30,12 @@ type DrinkReconciler struct {
 	Recorder  events.EventRecorder
 	// Namespace is the operator's namespace (for resolving OperatorConfig).
 	Namespace string
+	// Versions is the table of Drink versions whose layouts the ConfigMaps
+	// take; empty means drinksversions.Drinks.
+	Versions drinksversions.Table
 }
+
+func (r *DrinkReconciler) versions() drinksversions.Table { return r.Versions.OrDrinks() }
 
 // +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=drinks/status,verbs=get;update;patch
@@ -65,7 +68,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkUnmanaged(d)
 		return ctrl.Result{}, nil
 	}
-	data, err := ConfigMapData(d)
+	data, err := ConfigMapDataIn(r.versions(), d)
 	var unknown *UnknownVersionError
 	if errors.As(err, &unknown) {
 		setDrinkStalled(d, unknown)

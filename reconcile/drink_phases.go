@@ -15,14 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 const (
-	// ManagedByLabel marks what the operator writes; its cache of
-	// ConfigMaps and Pods holds only objects with this label.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedByValue is ManagedByLabel's value.
-	ManagedByValue = "myoperator"
 	// DrinkLabel names the Drink a ConfigMap belongs to.
 	DrinkLabel = "example.com/drink"
 	// LayoutAnnotation records the layout a Drink's ConfigMap was written
@@ -137,7 +133,7 @@ func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink
 // to an object that changed (or was replaced) since it was read.
 func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) error {
 	want := live.DeepCopy()
-	for _, k := range staleKeys(live, d) {
+	for _, k := range staleKeys(r.versions(), live, d) {
 		delete(want.Data, k)
 	}
 	if want.Data == nil {
@@ -152,15 +148,15 @@ func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.Confi
 }
 
 // staleKeys are the keys of the layout the ConfigMap was written in that
-// the Drink's current layout does not have.
-func staleKeys(cm *corev1.ConfigMap, d *drinksv1.Drink) []string {
+// the Drink's current layout does not have, both layouts those of t.
+func staleKeys(t drinksversions.Table, cm *corev1.ConfigMap, d *drinksv1.Drink) []string {
 	old := cm.Annotations[LayoutAnnotation]
 	if old == AuthoredVersion(d) {
 		return nil
 	}
-	current := layoutKeys(AuthoredVersion(d))
+	current := layoutKeys(t, AuthoredVersion(d))
 	var stale []string
-	for _, k := range layoutKeys(old) {
+	for _, k := range layoutKeys(t, old) {
 		if !slices.Contains(current, k) {
 			stale = append(stale, k)
 		}

@@ -77,28 +77,28 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		g.Status.OperandNamespace = ns
 	}
 	if err := r.rights.check(ctx, r.Client, r.APIReader, ns, r.ServiceAccount); err != nil {
-		return r.failed(g, read, "RightsCheckFailed", err)
+		return r.failed(g, read, ReasonRightsCheckFailed, err)
 	}
 	operands, err := r.Operands.Get(ctx, ns)
 	if err != nil {
-		return r.failed(g, read, "CacheFailed", err)
+		return r.failed(g, read, ReasonCacheFailed, err)
 	}
 	if err := r.ensureConfigMap(ctx, g, ns); err != nil {
-		return r.failed(g, read, "ConfigMapFailed", err)
+		return r.failed(g, read, ReasonConfigMapFailed, err)
 	}
 	sts, err := r.ensureStatefulSet(ctx, g, operands, ns, cfg.GuestbookImage)
 	if err != nil {
-		return r.failed(g, read, "StatefulSetFailed", err)
+		return r.failed(g, read, ReasonStatefulSetFailed, err)
 	}
 	if err := r.ensureService(ctx, g, operands, ns); err != nil {
-		return r.failed(g, read, "ServiceFailed", err)
+		return r.failed(g, read, ReasonServiceFailed, err)
 	}
 	roles, err := r.assignRoles(ctx, g, operands, sts)
 	if err != nil {
-		return r.failed(g, read, "RoleAssignmentFailed", err)
+		return r.failed(g, read, ReasonRoleAssignmentFailed, err)
 	}
 	if roles.failedOver() {
-		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "Failover", "Promote",
+		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, ReasonFailover, "Promote",
 			"pod %s promoted to active: %s", roles.active, roles.reason)
 	}
 	setGuestbookRoles(g, roles)
@@ -106,9 +106,9 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	// the new ones are Ready; until then status names the old namespace.
 	if old := g.Status.OperandNamespace; old != ns && roles.complete(g.Spec.Size) {
 		if err := r.removeOperandsIn(ctx, g, old); err != nil {
-			return r.failed(g, read, "CleanupFailed", err)
+			return r.failed(g, read, ReasonCleanupFailed, err)
 		}
-		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "OperandsMoved", "Delete",
+		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, ReasonOperandsMoved, "Delete",
 			"operands run in namespace %s; removed those in %s", ns, old)
 		g.Status.OperandNamespace = ns
 		// Nothing reads the old namespace's cache any more (the move

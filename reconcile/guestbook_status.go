@@ -14,6 +14,42 @@ import (
 // reach what the spec asks (kstatus reads it as InProgress).
 const ConditionReconciling = "Reconciling"
 
+// Reasons of a Guestbook's Ready and Reconciling conditions as its pods
+// come up.
+const (
+	// ReasonNoActivePod: no pod is Ready, so none can be active.
+	ReasonNoActivePod = "NoActivePod"
+	// ReasonPodsNotReady: a pod is active, but not every pod is Ready.
+	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonWaitingForPods is Reconciling's reason while either holds.
+	ReasonWaitingForPods = "WaitingForPods"
+	// ReasonActive: a pod is active and every pod is Ready.
+	ReasonActive = "Active"
+)
+
+// Reasons of a Guestbook's conditions when a step of its reconcile failed;
+// each names the step. The reconcile is retried.
+const (
+	ReasonRightsCheckFailed    = "RightsCheckFailed"
+	ReasonCacheFailed          = "CacheFailed"
+	ReasonConfigMapFailed      = "ConfigMapFailed"
+	ReasonStatefulSetFailed    = "StatefulSetFailed"
+	ReasonServiceFailed        = "ServiceFailed"
+	ReasonRoleAssignmentFailed = "RoleAssignmentFailed"
+	ReasonCleanupFailed        = "CleanupFailed"
+)
+
+// Event reasons of the Guestbook reconciler. The conflict and drift events
+// take their reason from the operand's kind (ConflictError.Reason,
+// "<Kind>Corrected").
+const (
+	// ReasonFailover: a standby pod was promoted to active.
+	ReasonFailover = "Failover"
+	// ReasonOperandsMoved: the operands of the old operand namespace were
+	// removed once those of the new one were Ready.
+	ReasonOperandsMoved = "OperandsMoved"
+)
+
 // setGuestbookRoles reports the roles and whether the application runs as
 // the current generation asks: one active pod and every pod Ready.
 func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
@@ -24,15 +60,15 @@ func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
 	switch {
 	case r.active == "":
 		msg := fmt.Sprintf("no Ready pod to make active (%d of %d pods Ready)", r.ready, g.Spec.Size)
-		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "NoActivePod", msg)
-		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonNoActivePod, msg)
+		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, ReasonWaitingForPods, msg)
 	case !r.complete(g.Spec.Size):
 		msg := fmt.Sprintf("pod %s is active; %d of %d pods Ready", r.active, r.ready, g.Spec.Size)
-		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, "PodsNotReady", msg)
-		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, "WaitingForPods", msg)
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonPodsNotReady, msg)
+		setCondition(&g.Status.Conditions, g.Generation, ConditionReconciling, metav1.ConditionTrue, ReasonWaitingForPods, msg)
 	default:
 		msg := fmt.Sprintf("pod %s is active, %d standby", r.active, len(r.standby))
-		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionTrue, "Active", msg)
+		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionTrue, ReasonActive, msg)
 		meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
 	}
 }

@@ -170,7 +170,7 @@ func TestGuestbookFailover(t *testing.T) {
 			return err.Error()
 		}
 		for _, e := range evs.Items {
-			if e.Regarding.Name == g.Name && e.Reason == "Failover" {
+			if e.Regarding.Name == g.Name && e.Reason == reconcile.ReasonFailover {
 				return ""
 			}
 		}

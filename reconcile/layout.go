@@ -2,25 +2,27 @@ package reconcile
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // UnknownVersionError means a Drink's authored version names no layout.
-type UnknownVersionError struct{ Version string }
+type UnknownVersionError struct {
+	Version string
+	// Served are the versions of the table the Drink was rendered with
+	// that a client can write in, for the message.
+	Served []string
+}
 
 func (e *UnknownVersionError) Error() string {
 	if e.Version == "" {
 		return "the Drink has no recorded authored version (" + drinksv1.AuthoredVersionAnnotation +
 			"); write its spec once through any served version to record one"
 	}
-	return fmt.Sprintf("authored version %q has no ConfigMap layout; served versions are v1alpha1, v1beta1 and v1", e.Version)
+	return fmt.Sprintf("authored version %q has no ConfigMap layout; served versions are %s", e.Version, joinAnd(e.Served))
 }
 
 // AuthoredVersion is the API version a Drink's spec was last written in, as
@@ -32,38 +34,50 @@ func AuthoredVersion(d *drinksv1.Drink) string {
 // ConfigMapData renders a Drink's ConfigMap in the layout of the version
 // its spec was authored in, so that apps reading the ConfigMaps of objects
 // written in an old version keep working until their owner moves on. This
-// is the one place where the reconciler's behaviour differs by version.
+// is the one place where the reconciler's behaviour differs by version; the
+// layouts are those of drinksversions.Drinks.
 func ConfigMapData(d *drinksv1.Drink) (map[string]string, error) {
-	s := d.Spec
-	switch v := AuthoredVersion(d); v {
-	case "v1alpha1":
-		// Exactly the original course's layout.
-		return map[string]string{"name": s.DisplayName, "drink": s.Beverage}, nil
-	case "v1beta1":
-		return map[string]string{
-			"name": s.DisplayName, "drink": s.Beverage,
-			"size": string(s.Size), "sugar": strconv.Itoa(int(s.SugarCubes)),
-		}, nil
-	case "v1":
-		extras := slices.Clone(s.Extras)
-		slices.Sort(extras)
-		return map[string]string{
-			"displayName": s.DisplayName, "beverage": s.Beverage,
-			"size": string(s.Size), "sugarCubes": strconv.Itoa(int(s.SugarCubes)),
-			"extras": strings.Join(extras, ","),
-		}, nil
-	default:
-		return nil, &UnknownVersionError{Version: v}
-	}
+	return ConfigMapDataIn(drinksversions.Drinks, d)
 }
 
-// layoutKeys are the data keys of a version's layout, none for a version
-// without one; derived from ConfigMapData so that layouts stay in one place.
-func layoutKeys(version string) []string {
-	d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: version}}}
-	data, err := ConfigMapData(d)
-	if err != nil {
-		return nil
+// ConfigMapDataIn is ConfigMapData with the layouts of the table t.
+func ConfigMapDataIn(t drinksversions.Table, d *drinksv1.Drink) (map[string]string, error) {
+	v, ok := t.Lookup(AuthoredVersion(d))
+	if !ok || len(v.Layout) == 0 {
+		return nil, &UnknownVersionError{Version: AuthoredVersion(d), Served: t.Served()}
 	}
-	return slices.Sorted(maps.Keys(data))
+	return v.Render(func(f string) string { return hubValue(&d.Spec, f) }), nil
+}
+
+// hubValue is the ConfigMap value of the hub spec field f (its JSON name),
+// "" for a name the hub does not have (a test holds the table to the hub).
+func hubValue(s *drinksv1.DrinkSpec, f string) string {
+	switch f {
+	case "displayName":
+		return s.DisplayName
+	case "beverage":
+		return s.Beverage
+	case "size":
+		return string(s.Size)
+	case "sugarCubes":
+		return strconv.Itoa(int(s.SugarCubes))
+	case "extras":
+		return drinksversions.JoinList(s.Extras)
+	}
+	return ""
+}
+
+// layoutKeys are the data keys of a version's layout in t, sorted; none for
+// a version without one.
+func layoutKeys(t drinksversions.Table, version string) []string {
+	v, _ := t.Lookup(version)
+	return v.LayoutKeys()
+}
+
+// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

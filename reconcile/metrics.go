@@ -19,6 +19,7 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/writecount"
 )
@@ -131,6 +132,9 @@ const ReasonReconcilePanic = "ReconcilePanic"
 type Inventory struct {
 	// Reader is the manager's cache.
 	Reader client.Reader
+	// Versions is the table of Drink versions, each served one a series
+	// even at 0; empty means drinksversions.Drinks.
+	Versions drinksversions.Table
 }
 
 // NeedLeaderElection returns true: see Inventory.
@@ -139,7 +143,7 @@ func (i *Inventory) NeedLeaderElection() bool { return true }
 // Start exports the counts until the context ends (leadership lost or
 // the manager stopping).
 func (i *Inventory) Start(ctx context.Context) error {
-	inventory.set(i.Reader)
+	inventory.set(i.Reader, i.Versions.OrDrinks())
 	<-ctx.Done()
 	inventory.clear(i.Reader)
 	return nil
@@ -157,14 +161,15 @@ var (
 // inventoryCollector is the one registered collector behind Inventory: the
 // registry is global, a manager (and its cache) is not.
 type inventoryCollector struct {
-	mu     sync.Mutex
-	reader client.Reader
+	mu       sync.Mutex
+	reader   client.Reader
+	versions drinksversions.Table
 }
 
-func (c *inventoryCollector) set(r client.Reader) {
+func (c *inventoryCollector) set(r client.Reader, versions drinksversions.Table) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reader = r
+	c.reader, c.versions = r, versions
 }
 
 // clear stops exporting r's counts, unless another manager of the process
@@ -184,7 +189,7 @@ func (c *inventoryCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	r := c.reader
+	r, versions := c.reader, c.versions
 	c.mu.Unlock()
 	if r == nil {
 		return
@@ -196,9 +201,10 @@ func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 	drinks := &drinksv1.DrinkList{}
 	if err := r.List(ctx, drinks, client.UnsafeDisableDeepCopy); err == nil {
 		// Every served version and status appears, at 0 when none: an
-		// alert on "no Drink authored in v1alpha1" needs a series to read.
+		// alert on "no Drink authored in a deprecated version" needs a
+		// series to read.
 		counts := map[[2]string]int{}
-		for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+		for _, v := range versions.Served() {
 			for _, s := range []string{"true", "false", "unknown"} {
 				counts[[2]string{v, s}] = 0
 			}

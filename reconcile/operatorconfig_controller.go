@@ -92,6 +92,9 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	if err != nil {
 		return err
 	}
+	// Labelled, or the cache (which holds only what the operator writes)
+	// would never see it, and every persist would try to create it again.
+	want.Labels = map[string]string{ManagedByLabel: ManagedByValue}
 	have := &corev1.ConfigMap{}
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {

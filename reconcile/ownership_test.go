@@ -441,7 +441,7 @@ func TestCopiedLabelsNeverActive(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		check()
 	}
-	if c := meta.FindStatusCondition(g.Status.Conditions, webappv1.ConditionReady); c == nil || c.Reason != "NoActivePod" || !strings.Contains(c.Message, "0 of 1") {
+	if c := meta.FindStatusCondition(g.Status.Conditions, webappv1.ConditionReady); c == nil || c.Reason != reconcile.ReasonNoActivePod || !strings.Contains(c.Message, "0 of 1") {
 		t.Errorf("before the real pod runs, Ready %+v: want NoActivePod, 0 of 1 pods Ready", c)
 	}
 	pods := runPods(t, g)

@@ -67,7 +67,7 @@ type liveDrink struct {
 	data    map[string]string
 }
 
-// TestCreateDeleteRaces (issue 14): a Drink deleted while its ConfigMap is
+// TestCreateDeleteRaces: a Drink deleted while its ConfigMap is
 // written, or recreated at once under the same name, leaves no orphan the
 // garbage collector would not delete, and the recreated Drink converges on
 // its own layout within 10 s of the garbage collector deleting the old
@@ -710,7 +710,7 @@ func drinkAs(version string, spec drinksv1.DrinkSpec) client.Object {
 }
 
 // layoutOf is the ConfigMap data of a Drink created through version with
-// spec (DESIGN.md's table; size is always set, extras only through v1).
+// spec (docs/DESIGN.md's table; size is always set, extras only through v1).
 func layoutOf(version string, spec drinksv1.DrinkSpec) map[string]string {
 	switch version {
 	case "v1alpha1":

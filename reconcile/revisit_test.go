@@ -19,7 +19,7 @@ import (
 // drinkLister answers List with n Drinks: what the manager's cache holds
 // when an OperatorConfig edit makes the controller revisit all of them.
 // Only the queue's order is under test here; the revisit against a real
-// API server is measured by make bench (issue 15).
+// API server is measured by make bench.
 type drinkLister struct {
 	client.Client
 	n int

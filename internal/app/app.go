@@ -366,7 +366,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if err := (&reconcile.GuestbookReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
 		Operands: operands, ServiceAccount: o.serviceAccount(),
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
@@ -375,7 +375,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if err := (&reconcile.DrinkReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: o.Namespace,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 			{Name: ValidatingWebhookConfig, Type: rotator.Validating},
 			{Name: DrinkCRD, Type: rotator.CRDConversion},
 		},
-		FieldOwner: "myoperator",
+		FieldOwner: reconcile.FieldOwner,
 		// Every replica serves webhooks, so every replica keeps its mounted
 		// certificate current; writes to the Secret and the CA bundles are
 		// idempotent across replicas.

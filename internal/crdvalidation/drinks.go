@@ -3,6 +3,8 @@ package crdvalidation
 import (
 	_ "embed" // the Drink CRD, copied from config/crd/bases by make manifests
 	"sync"
+
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // drinksCRD is config/crd/bases/example.com_drinks.yaml; make manifests
@@ -14,5 +16,6 @@ var drinksCRD []byte
 // DrinksCRD returns the generated Drink CRD that the binary was built with.
 func DrinksCRD() []byte { return drinksCRD }
 
-// DrinkHub returns the validator of the Drink hub version, v1, built once.
-var DrinkHub = sync.OnceValues(func() (*Validator, error) { return New(drinksCRD, "v1") })
+// DrinkHub returns the validator of the Drink hub version (the storage
+// version of drinksversions.Drinks), built once.
+var DrinkHub = sync.OnceValues(func() (*Validator, error) { return New(drinksCRD, drinksversions.Drinks.Hub().Name) })

@@ -14,12 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
-
-// KnownVersions are every version of Drink any release served. A
-// managedFields entry can only name one of them, so when the CRD serves
-// them all there is nothing to clean and the Drinks are not even listed.
-var KnownVersions = []string{"v1alpha1", "v1beta1", "v1"}
 
 // seedFields is what the seed entry (see cleanManagedFields) owns: the
 // name, which every object has and no apply can take away.
@@ -72,10 +68,13 @@ func servedVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	return served
 }
 
-// allServed tells whether the CRD serves every version any release served.
-func allServed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+// allServed tells whether the CRD serves every version of known, the table
+// of every version any release served. A managedFields entry can only name
+// one of them, so when the CRD serves them all there is nothing to clean and
+// the Drinks are not even listed.
+func allServed(crd *apiextensionsv1.CustomResourceDefinition, known drinksversions.Table) bool {
 	served := servedVersions(crd)
-	for _, v := range KnownVersions {
+	for _, v := range known.Names() {
 		if !slices.Contains(served, crd.Spec.Group+"/"+v) {
 			return false
 		}
@@ -90,7 +89,7 @@ func allServed(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // again changes nothing. Only the metadata is listed: the entries are all
 // it looks at.
 func (m *Migrator) cleanAll(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, attempt int) error {
-	if allServed(crd) {
+	if allServed(crd, m.versions()) {
 		m.Log.V(1).Info("managedFields cleanup not needed: every version is served")
 		return nil
 	}

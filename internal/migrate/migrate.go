@@ -18,16 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 )
 
 // DrinkCRD is the CRD whose objects are migrated.
 const DrinkCRD = "drinks.example.com"
-
-// LegacyVersion is the only version of the release before versions were
-// recorded: a Drink stored then, with no authored-version record, was
-// written in it.
-const LegacyVersion = "v1alpha1"
 
 // maxListings bounds how often one run starts its listing again after an
 // expired continue token; past it the run fails and the back-off retries.
@@ -63,6 +59,10 @@ type Migrator struct {
 	// AfterPage, when set, is called after each page is rewritten and
 	// before the next is listed (tests force an etcd compaction there).
 	AfterPage func(context.Context, Page)
+	// Versions is the history of the Drink API that the migration knows:
+	// every version any release served, and the legacy one. Empty means
+	// drinksversions.Drinks.
+	Versions drinksversions.Table
 }
 
 // Page tells where a migration stands after a page.
@@ -167,8 +167,7 @@ func (m *Migrator) run(ctx context.Context, attempt int) error {
 // storedVersions.
 func (m *Migrator) migrate(ctx context.Context, attempt int, stored []string, storage string) error {
 	m.Log.Info("storage migration started", "from", stored, "to", storage, "attempt", attempt)
-	legacy := slices.Contains(stored, LegacyVersion)
-	total, err := m.rewriteAll(ctx, attempt, legacy)
+	total, err := m.rewriteAll(ctx, attempt, legacyVersion(m.versions(), stored))
 	if err != nil {
 		return err
 	}
@@ -185,7 +184,7 @@ func (m *Migrator) migrate(ctx context.Context, attempt int, stored []string, st
 // compaction) starts the listing again from the start: rewrites are
 // idempotent and cost no write for a Drink already stored as the storage
 // version, and only a complete listing proves that none was missed.
-func (m *Migrator) rewriteAll(ctx context.Context, attempt int, legacy bool) (int, error) {
+func (m *Migrator) rewriteAll(ctx context.Context, attempt int, legacy string) (int, error) {
 	for listing := 1; ; listing++ {
 		total, err := m.rewriteListing(ctx, Page{Attempt: attempt, Listing: listing}, legacy)
 		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
@@ -202,7 +201,7 @@ func (m *Migrator) rewriteAll(ctx context.Context, attempt int, legacy bool) (in
 // each one. It returns the listing's error as is, so that the caller can
 // tell an expired token, or an *Error naming every Drink it could not
 // rewrite.
-func (m *Migrator) rewriteListing(ctx context.Context, at Page, legacy bool) (int, error) {
+func (m *Migrator) rewriteListing(ctx context.Context, at Page, legacy string) (int, error) {
 	failed := &Error{}
 	list := &drinksv1.DrinkList{}
 	for {
@@ -235,7 +234,7 @@ func (m *Migrator) rewriteListing(ctx context.Context, at Page, legacy bool) (in
 // rewritePage rewrites the Drinks of one page, a few at a time (each
 // rewrite waits mostly on the API server and its webhooks), and returns
 // those that failed, in page order.
-func (m *Migrator) rewritePage(ctx context.Context, items []drinksv1.Drink, legacy bool) []Failure {
+func (m *Migrator) rewritePage(ctx context.Context, items []drinksv1.Drink, legacy string) []Failure {
 	errs := make([]error, len(items))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -295,6 +294,18 @@ func (m *Migrator) backoff() wait.Backoff {
 		return DefaultBackoff
 	}
 	return m.Backoff
+}
+
+func (m *Migrator) versions() drinksversions.Table { return m.Versions.OrDrinks() }
+
+// legacyVersion returns the legacy version of t (drinksversions.Version's
+// Legacy) when it is among the CRD's stored versions: Drinks without an
+// authored-version record were written in it. "" when it is not.
+func legacyVersion(t drinksversions.Table, stored []string) string {
+	if v, ok := t.Legacy(); ok && slices.Contains(stored, v.Name) {
+		return v.Name
+	}
+	return ""
 }
 
 func (m *Migrator) clock() clock.Clock {

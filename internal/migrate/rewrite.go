@@ -21,13 +21,14 @@ const fieldOwner = client.FieldOwner("myoperator-storage-migration")
 var emptyPatch = client.RawPatch(types.MergePatchType, []byte("{}"))
 
 // rewrite makes the API server store d in the storage version. A Drink
-// from before versions were recorded (legacy: v1alpha1 is among the
-// stored versions) first gets its authored version, whose write stores it
-// anew too. A Drink deleted meanwhile needs nothing.
-func (m *Migrator) rewrite(ctx context.Context, d *drinksv1.Drink, legacy bool) error {
+// from before versions were recorded (legacy names the version of that
+// release, found among the stored versions; "" when it is not) first gets
+// its authored version, whose write stores it anew too. A Drink deleted
+// meanwhile needs nothing.
+func (m *Migrator) rewrite(ctx context.Context, d *drinksv1.Drink, legacy string) error {
 	var recordErr error
-	if legacy && !hasAuthoredVersion(d) {
-		if recordErr = m.recordLegacyVersion(ctx, d); recordErr == nil || apierrors.IsNotFound(recordErr) {
+	if legacy != "" && !hasAuthoredVersion(d) {
+		if recordErr = m.recordLegacyVersion(ctx, d, legacy); recordErr == nil || apierrors.IsNotFound(recordErr) {
 			return nil
 		}
 	}
@@ -37,7 +38,7 @@ func (m *Migrator) rewrite(ctx context.Context, d *drinksv1.Drink, legacy bool) 
 		return fmt.Errorf("storing it as the storage version: %w", err)
 	}
 	if recordErr != nil {
-		return fmt.Errorf("recording authored version %s: %w", LegacyVersion, recordErr)
+		return fmt.Errorf("recording authored version %s: %w", legacy, recordErr)
 	}
 	return nil
 }
@@ -52,17 +53,17 @@ func (m *Migrator) store(ctx context.Context, d *drinksv1.Drink) error {
 	return m.Client.Status().Patch(ctx, d.DeepCopy(), emptyPatch, fieldOwner)
 }
 
-// recordLegacyVersion records LegacyVersion as d's authored version with a
+// recordLegacyVersion records legacy as d's authored version with a
 // metadata patch of the main resource (a status write drops metadata
 // changes). The patch carries d's resourceVersion: a client that wrote the
 // spec meanwhile recorded its own version, which must not be overwritten.
-func (m *Migrator) recordLegacyVersion(ctx context.Context, d *drinksv1.Drink) error {
+func (m *Migrator) recordLegacyVersion(ctx context.Context, d *drinksv1.Drink, legacy string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if hasAuthoredVersion(d) {
 			return m.store(ctx, d)
 		}
 		want := d.DeepCopy()
-		metav1.SetMetaDataAnnotation(&want.ObjectMeta, drinksv1.AuthoredVersionAnnotation, LegacyVersion)
+		metav1.SetMetaDataAnnotation(&want.ObjectMeta, drinksv1.AuthoredVersionAnnotation, legacy)
 		err := m.Client.Patch(ctx, want, client.MergeFromWithOptions(d, client.MergeFromWithOptimisticLock{}), fieldOwner)
 		if apierrors.IsConflict(err) {
 			fresh := &drinksv1.Drink{}

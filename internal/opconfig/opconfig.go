@@ -152,14 +152,9 @@ const RecordName = "myoperator-accepted-config"
 // recordKey is the ConfigMap's data key holding the Record as JSON.
 const recordKey = "accepted.json"
 
-// ManagedByLabel and ManagedByValue label the record so that the manager's
-// ConfigMap cache (which holds only what the operator writes) has it.
-const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "myoperator"
-)
-
-// RecordConfigMap returns the ConfigMap that stores rec.
+// RecordConfigMap returns the ConfigMap that stores rec. Its writer labels
+// it as the operator's (reconcile.ManagedByLabel), so that the manager's
+// ConfigMap cache, which holds only what the operator writes, has it.
 func RecordConfigMap(namespace string, rec *Record) (*corev1.ConfigMap, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
@@ -167,7 +162,6 @@ func RecordConfigMap(namespace string, rec *Record) (*corev1.ConfigMap, error) {
 	}
 	cm := &corev1.ConfigMap{Data: map[string]string{recordKey: string(raw)}}
 	cm.Name, cm.Namespace = RecordName, namespace
-	cm.Labels = map[string]string{ManagedByLabel: ManagedByValue}
 	return cm, nil
 }
 

@@ -123,8 +123,8 @@ func TestRecordConfigMapRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Name != opconfig.RecordName || cm.Namespace != operatorNS || cm.Labels[opconfig.ManagedByLabel] != opconfig.ManagedByValue {
-		t.Fatalf("record ConfigMap %s/%s labels %v", cm.Namespace, cm.Name, cm.Labels)
+	if cm.Name != opconfig.RecordName || cm.Namespace != operatorNS {
+		t.Fatalf("record ConfigMap %s/%s", cm.Namespace, cm.Name)
 	}
 	var back opconfig.Record
 	for _, v := range cm.Data {

@@ -29,7 +29,12 @@ import (
 // version cannot hold came from the conversion-data annotation, and its error
 // says so.
 func ValidateDrinkHub(ctx context.Context, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
-	v, err := crdvalidation.DrinkHub()
+	return DrinkValidator{}.ValidateHub(ctx, old, d, requestVersion)
+}
+
+// ValidateHub is ValidateDrinkHub against v's table.
+func (v DrinkValidator) ValidateHub(ctx context.Context, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
+	crd, err := crdvalidation.DrinkHub()
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
@@ -43,9 +48,9 @@ func ValidateDrinkHub(ctx context.Context, old, d *drinksv1.Drink, requestVersio
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
 	}
-	errs := v.Validate(ctx, obj, oldObj)
-	errs = append(errs, validateDrinkRules(old, d)...)
-	return explainConversionData(errs, old, d, requestVersion)
+	errs := crd.Validate(ctx, obj, oldObj)
+	errs = append(errs, v.validateRules(old, d)...)
+	return v.explainConversionData(errs, old, d, requestVersion)
 }
 
 // drinkRule is a Drink rule that the CRD cannot say.
@@ -56,18 +61,21 @@ type drinkRule struct {
 	check func(*drinksv1.Drink) field.ErrorList
 }
 
-var drinkRules = []drinkRule{
-	{reads: func(d *drinksv1.Drink) any { return d.Name }, check: checkNameIsLabel},
-	{reads: func(d *drinksv1.Drink) any { return []any{d.Spec.Size, d.Spec.Extras} }, check: checkSmallExtras},
-	{reads: annotation(drinksv1.AuthoredVersionAnnotation), check: checkAuthoredVersion},
-	{reads: annotation(drinksv1.ConversionDataAnnotation), check: checkNoConversionData},
+// rules are the Drink rules the CRD cannot say; some read v's table.
+func (v DrinkValidator) rules() []drinkRule {
+	return []drinkRule{
+		{reads: func(d *drinksv1.Drink) any { return d.Name }, check: checkNameIsLabel},
+		{reads: func(d *drinksv1.Drink) any { return []any{d.Spec.Size, d.Spec.Extras} }, check: checkSmallExtras},
+		{reads: annotation(drinksv1.AuthoredVersionAnnotation), check: v.checkAuthoredVersion},
+		{reads: annotation(drinksv1.ConversionDataAnnotation), check: v.checkNoConversionData},
+	}
 }
 
-// validateDrinkRules runs drinkRules on d; on update (old set), only those
-// whose input changed.
-func validateDrinkRules(old, d *drinksv1.Drink) field.ErrorList {
+// validateRules runs the rules on d; on update (old set), only those whose
+// input changed.
+func (v DrinkValidator) validateRules(old, d *drinksv1.Drink) field.ErrorList {
 	var errs field.ErrorList
-	for _, r := range drinkRules {
+	for _, r := range v.rules() {
 		if old != nil && apiequality.Semantic.DeepEqual(r.reads(old), r.reads(d)) {
 			continue
 		}
@@ -90,14 +98,16 @@ func annotation(key string) func(*drinksv1.Drink) any {
 // got it from a client: written through v1, or through an older version with
 // a value that does not decode. Stored, it would be taken for data kept by
 // conversion the next time the Drink is read in an older version.
-func checkNoConversionData(d *drinksv1.Drink) field.ErrorList {
-	v, ok := d.Annotations[drinksv1.ConversionDataAnnotation]
+func (v DrinkValidator) checkNoConversionData(d *drinksv1.Drink) field.ErrorList {
+	value, ok := d.Annotations[drinksv1.ConversionDataAnnotation]
 	if !ok {
 		return nil
 	}
-	detail := "belongs to the operator: conversion writes it on v1alpha1 and v1beta1 Drinks to keep the v1 fields they lack; " +
-		"remove it, and set those fields through example.com/v1"
-	if err := conversion.CheckData(v); err != nil {
+	t := v.versions()
+	hub := t.Hub().Name
+	detail := fmt.Sprintf("belongs to the operator: conversion writes it on %s Drinks to keep the %s fields they lack; "+
+		"remove it, and set those fields through %s/%s", joinAnd(t.Spokes()), hub, drinksv1.GroupVersion.Group, hub)
+	if err := conversion.CheckData(value); err != nil {
 		detail += "; this value does not even decode: " + err.Error()
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(drinksv1.ConversionDataAnnotation), detail)}
@@ -107,14 +117,14 @@ func checkNoConversionData(d *drinksv1.Drink) field.ErrorList {
 // cannot hold that its value came from the conversion-data annotation; on
 // update only when the value is new (unchanged values come from the stored
 // Drink).
-func explainConversionData(errs field.ErrorList, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
-	fields := conversion.HubOnlyFields(requestVersion)
+func (v DrinkValidator) explainConversionData(errs field.ErrorList, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
+	fields := v.versions().HubOnly(requestVersion)
 	if len(fields) == 0 {
 		return errs
 	}
 	for _, e := range errs {
 		f, ok := specField(e.Field, fields)
-		if !ok || (old != nil && sameSpecField(old, d, f)) {
+		if !ok || (old != nil && conversion.EqualSpecFields(&old.Spec, &d.Spec, []string{f})) {
 			continue
 		}
 		note := fmt.Sprintf("this value came from the metadata.annotations[%s] annotation, since %s has no spec.%s",
@@ -140,14 +150,10 @@ func specField(path string, fields []string) (string, bool) {
 	return fields[i], true
 }
 
-func sameSpecField(old, d *drinksv1.Drink, jsonName string) bool {
-	switch jsonName {
-	case "size":
-		return old.Spec.Size == d.Spec.Size
-	case "sugarCubes":
-		return old.Spec.SugarCubes == d.Spec.SugarCubes
-	case "extras":
-		return slices.Equal(old.Spec.Extras, d.Spec.Extras)
+// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
-	return false
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 )
@@ -22,13 +23,23 @@ const MaxSmallExtras = 3
 // controller derives from it.
 const MaxGuestbookNameLength = 52
 
-// ServedDrinkVersions are the versions a Drink may be authored in.
-var ServedDrinkVersions = []string{"v1alpha1", "v1beta1", "v1"}
+// DrinkValidator checks Drinks against one table of Drink versions, which
+// says what a Drink may be authored in, which fields each version lacks and
+// what a write through each one warns about. The zero value uses
+// drinksversions.Drinks, as the package's functions do.
+type DrinkValidator struct {
+	// Versions is the table of Drink versions; empty means
+	// drinksversions.Drinks.
+	Versions drinksversions.Table
+}
 
 // ValidateDrink checks a Drink (in its hub form) against the rules its CRD
 // cannot say. ValidateDrinkHub adds the CRD's rules and ratcheting.
-func ValidateDrink(d *drinksv1.Drink) field.ErrorList {
-	return validateDrinkRules(nil, d)
+func ValidateDrink(d *drinksv1.Drink) field.ErrorList { return DrinkValidator{}.Validate(d) }
+
+// Validate is ValidateDrink against v's table.
+func (v DrinkValidator) Validate(d *drinksv1.Drink) field.ErrorList {
+	return v.validateRules(nil, d)
 }
 
 // checkNameIsLabel: the Drink's name becomes a label value on its ConfigMap,
@@ -50,34 +61,45 @@ func checkSmallExtras(d *drinksv1.Drink) field.ErrorList {
 	return field.ErrorList{err}
 }
 
-func checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList {
-	v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]
-	if !ok || slices.Contains(ServedDrinkVersions, v) {
+// checkAuthoredVersion: the authored version decides the ConfigMap layout,
+// so it must name a version a client can write in.
+func (v DrinkValidator) checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList {
+	authored, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]
+	served := v.versions().Served()
+	if !ok || slices.Contains(served, authored) {
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(
-		field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), v, ServedDrinkVersions)}
+		field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), authored, served)}
 }
 
 // DrinkWarnings are the deprecation warnings for a Drink written through an
 // older API version: each names the field and its v1 replacement.
-func DrinkWarnings(requestVersion string) []string {
-	switch requestVersion {
-	case "v1alpha1":
-		return []string{
-			"example.com/v1alpha1 Drink is deprecated: write it as example.com/v1",
-			"spec.name is deprecated: use spec.displayName in example.com/v1",
-			"spec.drink is deprecated: use spec.beverage in example.com/v1",
-		}
-	case "v1beta1":
-		return []string{
-			"spec.name is deprecated: use spec.displayName in example.com/v1",
-			"spec.drink is deprecated: use spec.beverage in example.com/v1",
-			"spec.sugar is deprecated: use spec.sugarCubes in example.com/v1",
+func DrinkWarnings(requestVersion string) []string { return DrinkValidator{}.Warnings(requestVersion) }
+
+// Warnings is DrinkWarnings from v's table: a deprecated version says so,
+// and each field that the hub names otherwise names its replacement.
+func (v DrinkValidator) Warnings(requestVersion string) []string {
+	t := v.versions()
+	version, ok := t.Lookup(requestVersion)
+	if !ok || version.Storage {
+		return nil
+	}
+	hub := drinksv1.GroupVersion.Group + "/" + t.Hub().Name
+	var warnings []string
+	if version.Deprecated {
+		warnings = append(warnings, fmt.Sprintf("%s/%s Drink is deprecated: write it as %s",
+			drinksv1.GroupVersion.Group, version.Name, hub))
+	}
+	for _, f := range version.Fields {
+		if n := version.HubName(f); n != f {
+			warnings = append(warnings, fmt.Sprintf("spec.%s is deprecated: use spec.%s in %s", f, n, hub))
 		}
 	}
-	return nil
+	return warnings
 }
+
+func (v DrinkValidator) versions() drinksversions.Table { return v.Versions.OrDrinks() }
 
 // ValidateGuestbook checks a Guestbook beyond its schema. others are the
 // other Guestbooks in the cluster: two Guestbooks must not share a

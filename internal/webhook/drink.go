@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/validation"
 )
@@ -26,6 +28,9 @@ type DrinkWebhook struct {
 	Config client.Reader
 	// Namespace is the operator's namespace.
 	Namespace string
+	// Versions is the table of Drink versions; empty means
+	// drinksversions.Drinks.
+	Versions drinksversions.Table
 }
 
 var (
@@ -46,7 +51,7 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 			return err
 		}
 	}
-	DefaultDrink(d, old, requestVersion(req), func() drinksv1.Size {
+	DefaultDrinkIn(w.Versions, d, old, requestVersion(req), func() drinksv1.Size {
 		// A missing or invalid OperatorConfig must not block Drinks: Load
 		// falls back to the last accepted configuration (else the built-in
 		// defaults) and the OperatorConfig's status reports the problem.
@@ -69,8 +74,15 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 //     changes and is kept (or taken as written, for objects that never had
 //     one) when it does not.
 func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
+	DefaultDrinkIn(drinksversions.Drinks, d, old, requestVersion, defaultSize)
+}
+
+// DefaultDrinkIn is DefaultDrink with the table of versions t (empty means
+// drinksversions.Drinks), which says what requestVersion cannot express.
+func DefaultDrinkIn(t drinksversions.Table, d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
 	if old != nil {
-		keepInexpressible(d, old, requestVersion)
+		// Fields the request version has no field for are kept from old.
+		conversion.CopySpecFields(&d.Spec, &old.Spec, t.OrDrinks().HubOnly(requestVersion))
 	}
 	if d.Spec.Size == "" {
 		if old != nil && old.Spec.Size != "" {
@@ -108,19 +120,6 @@ func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize fun
 	d.Annotations[drinksv1.AuthoredVersionAnnotation] = authored
 }
 
-// keepInexpressible copies from old the fields that requestVersion has no
-// field for.
-func keepInexpressible(d, old *drinksv1.Drink, requestVersion string) {
-	switch requestVersion {
-	case "v1alpha1":
-		d.Spec.Size = old.Spec.Size
-		d.Spec.SugarCubes = old.Spec.SugarCubes
-		d.Spec.Extras = old.Spec.Extras
-	case "v1beta1":
-		d.Spec.Extras = old.Spec.Extras
-	}
-}
-
 // ValidateCreate checks a new Drink.
 func (w *DrinkWebhook) ValidateCreate(ctx context.Context, d *drinksv1.Drink) (admission.Warnings, error) {
 	return w.validate(ctx, nil, d)
@@ -142,24 +141,22 @@ func (w *DrinkWebhook) ValidateDelete(context.Context, *drinksv1.Drink) (admissi
 // version the client wrote in, and values kept in the conversion-data
 // annotation reach v1 without any check.
 func (w *DrinkWebhook) validate(ctx context.Context, old, d *drinksv1.Drink) (admission.Warnings, error) {
-	version := drinksv1.GroupVersion.Version
+	versions := w.Versions.OrDrinks()
+	rules := validation.DrinkValidator{Versions: versions}
+	version := versions.Hub().Name
 	var warnings admission.Warnings
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		version = requestVersion(req)
-		warnings = validation.DrinkWarnings(version)
+		warnings = rules.Warnings(version)
 	}
-	if errs := validation.ValidateDrinkHub(ctx, old, d, version); len(errs) > 0 {
+	if errs := rules.ValidateHub(ctx, old, d, version); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(drinksv1.GroupVersion.WithKind("Drink").GroupKind(), d.Name, errs)
 	}
-	if version == deprecatedDrinkVersion {
+	if v, ok := versions.Lookup(version); ok && v.Deprecated {
 		deprecatedWrites.WithLabelValues("Drink", version).Inc()
 	}
 	return warnings, nil
 }
-
-// deprecatedDrinkVersion is the Drink version the CRD marks deprecated
-// (the +kubebuilder:deprecatedversion marker in apis/drinks/v1alpha1).
-const deprecatedDrinkVersion = "v1alpha1"
 
 // requestVersion is the API version the client wrote in.
 func requestVersion(req admission.Request) string {

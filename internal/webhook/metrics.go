@@ -3,6 +3,8 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // deprecatedWrites counts the writes admitted through a deprecated API
@@ -27,5 +29,9 @@ func init() {
 	metrics.Registry.MustRegister(deprecatedWrites, configReadFallbacks)
 	// The series exists at 0 before the first such write, so that
 	// increase() over it sees that write.
-	deprecatedWrites.WithLabelValues("Drink", deprecatedDrinkVersion)
+	for _, v := range drinksversions.Drinks {
+		if v.Served && v.Deprecated {
+			deprecatedWrites.WithLabelValues("Drink", v.Name)
+		}
+	}
 }

@@ -2,30 +2,17 @@ package conversion
 
 import (
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
-// hubNames maps, per spoke version, each spec field of the spoke to its
-// name in the hub. Fields absent here have the same name in both.
-var hubNames = map[string]map[string]string{
-	"v1alpha1": {"name": "displayName", "drink": "beverage"},
-	"v1beta1":  {"name": "displayName", "drink": "beverage", "sugar": "sugarCubes"},
-}
-
-// hubOnly lists, per spoke version, the hub's spec fields that the spoke has
-// no field for: conversion keeps them in ConversionDataAnnotation.
-var hubOnly = map[string][]string{
-	"v1alpha1": {"size", "sugarCubes", "extras"},
-	"v1beta1":  {"extras"},
-}
-
 // HubOnlyFields returns the v1 spec fields (JSON names) that version cannot
-// hold, whose values travel in ConversionDataAnnotation; none for v1.
-func HubOnlyFields(version string) []string { return slices.Clone(hubOnly[version]) }
+// hold, whose values travel in ConversionDataAnnotation; none for v1. The
+// table of versions (drinksversions.Drinks) says which they are.
+func HubOnlyFields(version string) []string { return drinksversions.Drinks.HubOnly(version) }
 
 // PassThrough moves a Drink that cannot be converted (a value of the wrong
 // type, conversion data that does not decode) to desiredAPIVersion without
@@ -36,34 +23,40 @@ func HubOnlyFields(version string) []string { return slices.Clone(hubOnly[versio
 // conversion would be a 500 that names nothing. An object that the
 // converter can take never needs this.
 func PassThrough(obj map[string]any, desiredAPIVersion string) error {
-	from, err := drinkVersion(obj["apiVersion"])
+	return PassThroughIn(drinksversions.Drinks, obj, desiredAPIVersion)
+}
+
+// PassThroughIn is PassThrough with the versions and field names of table
+// t.
+func PassThroughIn(t drinksversions.Table, obj map[string]any, desiredAPIVersion string) error {
+	from, err := drinkVersion(t, obj["apiVersion"])
 	if err != nil {
 		return err
 	}
-	to, err := drinkVersion(desiredAPIVersion)
+	to, err := drinkVersion(t, desiredAPIVersion)
 	if err != nil {
 		return err
 	}
 	if spec, ok := obj["spec"].(map[string]any); ok {
-		obj["spec"] = rename(rename(spec, hubNames[from]), invert(hubNames[to]))
+		obj["spec"] = rename(rename(spec, from.Renames), invert(to.Renames))
 	}
 	obj["apiVersion"] = desiredAPIVersion
 	return nil
 }
 
 // drinkVersion returns the version of a Drink apiVersion, or an error when
-// it names no served Drink version.
-func drinkVersion(apiVersion any) (string, error) {
+// it names no version that t serves.
+func drinkVersion(t drinksversions.Table, apiVersion any) (drinksversions.Version, error) {
 	s, _ := apiVersion.(string)
 	gv, err := schema.ParseGroupVersion(s)
 	if err != nil {
-		return "", err
+		return drinksversions.Version{}, err
 	}
-	if _, spoke := hubNames[gv.Version]; gv.Group != drinksv1.GroupVersion.Group ||
-		(!spoke && gv.Version != drinksv1.GroupVersion.Version) {
-		return "", fmt.Errorf("%q is not a Drink API version", s)
+	v, ok := t.Lookup(gv.Version)
+	if gv.Group != drinksv1.GroupVersion.Group || !ok || !v.Served {
+		return drinksversions.Version{}, fmt.Errorf("%q is not a Drink API version", s)
 	}
-	return gv.Version, nil
+	return v, nil
 }
 
 // rename returns spec with its keys renamed by names; other keys are kept.

@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+)
+
+// TestLayoutsCoverHub: every hub field a layout of the table names has a
+// value in the ConfigMap.
+func TestLayoutsCoverHub(t *testing.T) {
+	spec := &drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"}}
+	for _, f := range drinksversions.Drinks.Hub().Fields {
+		if hubValue(spec, f) == "" {
+			t.Errorf("hub field %s has no ConfigMap value", f)
+		}
+	}
+}
+
+// TestFourthDrinkVersion: with v1gamma1 added to a copy of the table, and
+// no change to the reconciler, a Drink authored in it gets the ConfigMap
+// layout of its row, the keys of another layout it leaves are removed,
+// and the inventory metric has its series from the start. The table as
+// built has no layout for it and no series, so a list of versions kept here
+// would fail.
+func TestFourthDrinkVersion(t *testing.T) {
+	four := append(slices.Clone(drinksversions.Drinks), drinksversions.Version{
+		Name: "v1gamma1", Served: true,
+		Fields:  []string{"title", "beverage", "sugarCubes"},
+		Renames: map[string]string{"title": "displayName"},
+		Layout:  map[string]string{"title": "displayName", "beverage": "beverage", "cubes": "sugarCubes"},
+	})
+	if err := four.Check(); err != nil {
+		t.Fatal(err)
+	}
+	drink := func(name, version string) *drinksv1.Drink {
+		return &drinksv1.Drink{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: version}},
+			Spec:       drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"}},
+		}
+	}
+	inV1 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LayoutAnnotation: "v1"}}}
+	for _, tc := range []struct {
+		name       string
+		table      drinksversions.Table
+		wantData   map[string]string // nil: no layout
+		wantStale  []string
+		wantSeries bool
+	}{
+		{
+			name: "four versions", table: four,
+			wantData:   map[string]string{"title": "Cup", "beverage": "tea", "cubes": "2"},
+			wantStale:  []string{"displayName", "extras", "size", "sugarCubes"},
+			wantSeries: true,
+		},
+		{
+			name: "the table as built", table: drinksversions.Drinks,
+			wantStale: []string{"beverage", "displayName", "extras", "size", "sugarCubes"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := drink("gamma", "v1gamma1")
+			data, err := ConfigMapDataIn(tc.table, d)
+			var unknown *UnknownVersionError
+			switch {
+			case tc.wantData == nil && (!errors.As(err, &unknown) || !strings.Contains(err.Error(), "v1alpha1, v1beta1 and v1")):
+				t.Errorf("ConfigMapDataIn: %v, want an UnknownVersionError naming the served versions", err)
+			case tc.wantData != nil && err != nil:
+				t.Errorf("ConfigMapDataIn: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantData, data); diff != "" {
+				t.Errorf("ConfigMap data (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantStale, staleKeys(tc.table, inV1, d)); diff != "" {
+				t.Errorf("stale keys of the v1 layout (-want +got):\n%s", diff)
+			}
+
+			scheme := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{drinksv1.AddToScheme, webappv1.AddToScheme} {
+				if err := add(scheme); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(drink("one", "v1"), drink("two", "v1")).Build()
+			c := &inventoryCollector{}
+			c.set(reader, tc.table)
+			series := drinkSeries(t, c)
+			if got := series[[2]string{"v1", "unknown"}]; got != 2 {
+				t.Errorf("v1 Drinks not Ready: %v, want 2 (series %v)", got, series)
+			}
+			for _, ready := range []string{"true", "false", "unknown"} {
+				n, ok := series[[2]string{"v1gamma1", ready}]
+				if ok != tc.wantSeries || n != 0 {
+					t.Errorf("v1gamma1 %s series: %v (present %v), want present %v at 0", ready, n, ok, tc.wantSeries)
+				}
+			}
+		})
+	}
+}
+
+// drinkSeries collects c's myoperator_drinks series by authored version
+// and Ready status.
+func drinkSeries(t *testing.T, c prometheus.Collector) map[[2]string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[[2]string]float64{}
+	for _, f := range families {
+		if f.GetName() != "myoperator_drinks" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			series[[2]string{labels["authored_version"], labels["ready"]}] = m.GetGauge().GetValue()
+		}
+	}
+	return series
+}
