@@ -133,6 +133,10 @@ verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped
 	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi
 	@# The shipped binaries link only the product's packages (hack/check-deps.sh).
 	@hack/check-deps.sh
+	@# Every file a document or Go comment cites exists, and none cites an issue number.
+	@go run ./hack/checkrefs
+	@# Commit subjects of at most 72 characters, from the commit that added the check on.
+	@hack/check-commits.sh
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
 	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
 	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
