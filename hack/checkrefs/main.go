@@ -7,8 +7,8 @@
 // renaming a file cannot leave a stale reference.
 //
 // Not checked: RELEASES.md and test/bench/results/, which record what was
-// true when they were written, and bundle/releases/, frozen copies of
-// released bundles.
+// true when they were written, bundle/releases/, frozen copies of
+// released bundles, and for issue numbers this tool's own folder.
 package main
 
 import (
@@ -32,7 +32,7 @@ var (
 	// repoPath is a path under one of the repository's top-level folders,
 	// or one of its top-level files, not preceded by a character that
 	// makes it part of a longer path (a Go import path, a URL).
-	repoPath = regexp.MustCompile(`(?:^|[\s("'=,:\[])(\.?\.?/?(?:apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|config|e2e|test|hack|docs|bundle|\.ci)/[\w./-]*|(?:\.\./)*[\w-]+\.md|Makefile|Dockerfile|go\.mod|main\.go|bundle\.Dockerfile|guestbook\.Dockerfile)`)
+	repoPath = regexp.MustCompile(`(?:^|[\s("'=,:\[` + "`" + `])(\.?\.?/?(?:apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|config|e2e|test|hack|docs|bundle|\.ci)/[\w./-]*|(?:\.\./)*[\w-]+\.md|Makefile|Dockerfile|go\.mod|main\.go|bundle\.Dockerfile|guestbook\.Dockerfile)`)
 	// issue is a reference to a tracker's issue by number.
 	issue = regexp.MustCompile(`(?i)\bissues? #?([0-9]+)(?:[^0-9-]|$)`)
 	// upper is a path segment to fill in (NS, NAME, vX.Y.Z).
@@ -123,7 +123,7 @@ func checkIssues() ([]finding, error) {
 	}
 	var bad []finding
 	for _, f := range files {
-		if skip(f) || f == "hack/checkrefs/main.go" {
+		if skip(f) || strings.HasPrefix(f, "hack/checkrefs/") {
 			continue
 		}
 		data, err := os.ReadFile(f)
@@ -165,7 +165,7 @@ func checkMarkdown(f string) ([]finding, error) {
 			continue
 		}
 		for _, m := range link.FindAllStringSubmatch(line, -1) {
-			if ref := linkTarget(m[1]); ref != "" && !exists(f, ref) {
+			if ref := linkTarget(m[1]); ref != "" && !linked(f, ref) {
 				bad = append(bad, finding{f, n, ref})
 			}
 		}
@@ -184,6 +184,18 @@ func linkTarget(t string) string {
 	}
 	t, _, _ = strings.Cut(t, "#")
 	return t
+}
+
+// linked reports whether a link's target exists where a Markdown viewer
+// looks for it: relative to the linking file's folder, or to the
+// repository's root for a target that starts with "/".
+func linked(from, ref string) bool {
+	p := filepath.Join(filepath.Dir(from), ref)
+	if strings.HasPrefix(ref, "/") {
+		p = strings.TrimPrefix(ref, "/")
+	}
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // checkGo reads the comments of a Go file line by line: the text after
