@@ -95,9 +95,9 @@ bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from c
 	go run ./hack/bundle $(if $(BUNDLE_VERSION),--version $(BUNDLE_VERSION))
 
 .PHONY: bundle-release
-bundle-release: manifests ## Write the frozen OLM bundle of a new release into bundle/releases/vVERSION (VERSION=x.y.z; refuses an existing one).
+bundle-release: manifests ## Write the frozen OLM bundle of a new release into bundle/releases/vVERSION (VERSION=x.y.z or x.y.z-rc.n; refuses an existing one).
 	@# VERSION always has a value (the tree's, from hack/version): only one given to make names a release.
-	@case "$(origin VERSION)" in "command line"|environment) ;; *) echo "bundle-release: set VERSION=x.y.z"; exit 1;; esac
+	@case "$(origin VERSION)" in "command line"|environment) ;; *) echo "bundle-release: set VERSION=x.y.z or x.y.z-rc.n"; exit 1;; esac
 	go run ./hack/bundle --release $(VERSION)
 
 .PHONY: fmt
@@ -369,8 +369,8 @@ docker-push-multiarch: ## Push the manifest list of MULTIARCH_IMG's platform ima
 	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) docker://$(MULTIARCH_IMG)
 
 .PHONY: release
-release: ## Cut release VERSION=x.y.z from HEAD: RELEASES.md, image tags, bundle, multi-arch images; prints the git commands (hack/release.sh).
-	@$(if $(filter command line environment,$(origin VERSION)),,echo "release: usage: make release VERSION=x.y.z" >&2; exit 1)
+release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, image tags, bundle, multi-arch images; prints the git commands (hack/release.sh).
+	@$(if $(filter command line environment,$(origin VERSION)),,echo "release: usage: make release VERSION=x.y.z (or x.y.z-rc.n)" >&2; exit 1)
 	hack/release.sh $(VERSION)
 
 .PHONY: test-image

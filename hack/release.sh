@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# make release VERSION=x.y.z: cuts release x.y.z from HEAD's commit.
+# make release VERSION=x.y.z: cuts release x.y.z from HEAD's commit; a
+# release candidate is x.y.z-rc.n (any semver pre-release).
 #
-# 1. Refuses, before changing anything, a version that is not x.y.z, one
+# 1. Refuses, before changing anything, a version that is not x.y.z or
+#    x.y.z-PRERELEASE, one
 #    already in RELEASES.md, one not newer than the newest release, an empty
 #    Unreleased section, and a work tree with uncommitted changes to tracked
 #    files (the record names HEAD's commit, so HEAD must be what is released).
 # 2. RELEASES.md: the Unreleased notes become "## vx.y.z - <today>" with
-#    "Commit: <HEAD>", under a fresh, empty Unreleased section.
+#    "Commit: <HEAD>", under a fresh, empty Unreleased section; for a
+#    release candidate they are copied and stay under Unreleased, so that
+#    the final release lists them too.
 # 3. The image tag of config/manager and the Makefile's IMG default become
 #    vx.y.z; make bundle regenerates bundle/ (its CSV names the newest
 #    release) and make bundle-release writes bundle/releases/vx.y.z.
@@ -21,7 +25,7 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 say() { echo "release: $*"; }
 fail() { echo "release: $*" >&2; exit 1; }
-[ -n "$want" ] || fail "usage: make release VERSION=x.y.z"
+[ -n "$want" ] || fail "usage: make release VERSION=x.y.z (or x.y.z-rc.n)"
 
 tool=$(mktemp -d)/version
 trap 'rm -rf "$(dirname "$tool")"' EXIT

@@ -21,9 +21,9 @@ const FallbackVersion = "0.1.0"
 // regenerated: they are what a catalog served for that release.
 const ReleasesDir = "releases"
 
-// Version is a release version X.Y.Z: the release record's (package
-// version), which also parses and orders it; the bundle writes it without
-// the "v" of a tag.
+// Version is a release version X.Y.Z or X.Y.Z-rc.N: the release record's
+// (package version), which also parses and orders it; the bundle writes it
+// without the "v" of a tag.
 type Version version.Semver
 
 // ParseVersion reads "X.Y.Z" or "vX.Y.Z".
@@ -32,10 +32,10 @@ func ParseVersion(s string) (Version, error) {
 	return Version(v), err
 }
 
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
+func (v Version) String() string { return strings.TrimPrefix(version.Semver(v).String(), "v") }
 
 // Compare orders versions: negative when v is older than w.
-func (v Version) Compare(w Version) int { return slices.Compare(v[:], w[:]) }
+func (v Version) Compare(w Version) int { return version.Semver(v).Compare(version.Semver(w)) }
 
 // CSVName is the ClusterServiceVersion's name for v, which replaces names.
 func (v Version) CSVName() string { return PackageName + ".v" + v.String() }

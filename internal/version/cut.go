@@ -7,9 +7,11 @@ import (
 
 // Cut records a new release in the record's text: the Unreleased section's
 // notes become the section of version, dated date and naming commit, and a
-// fresh, empty Unreleased section goes above it. It refuses a version that
-// is not MAJOR.MINOR.PATCH, one already recorded, one not newer than the
-// newest release, and a release with no notes.
+// fresh, empty Unreleased section goes above it. A release candidate
+// (a pre-release version, 0.3.0-rc.1) copies the notes instead, so that
+// the final release lists them too. It refuses a version that is not
+// MAJOR.MINOR.PATCH[-PRERELEASE], one already recorded, one not newer than
+// the newest release, and a release with no notes.
 func Cut(text, version, date, commit string) (string, Release, error) {
 	v, err := ParseSemver(version)
 	if err != nil {
@@ -37,13 +39,33 @@ func Cut(text, version, date, commit string) (string, Release, error) {
 		return "", Release{}, fmt.Errorf("the %q section is empty: write the release notes there first", unreleasedHeading)
 	}
 	r := Release{Version: v, Date: date, Commit: commit}
-	heading := fmt.Sprintf("%s\n\n## %s - %s\n\n%s%s", unreleasedHeading, v, date, commitPrefix, commit)
+	heading := fmt.Sprintf("## %s - %s\n\n%s%s", v, date, commitPrefix, commit)
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
-		if strings.TrimRight(line, " \t\r") == unreleasedHeading {
-			lines[i] = heading
+		if strings.TrimRight(line, " \t\r") != unreleasedHeading {
+			continue
+		}
+		if !v.Prerelease() {
+			lines[i] = unreleasedHeading + "\n\n" + heading
 			break
 		}
+		// A release candidate's section lists what it holds, and the
+		// notes stay under Unreleased for the next candidate and the
+		// final release, whose sections then list them all again.
+		end := len(lines)
+		for j := i + 1; j < len(lines); j++ {
+			if strings.HasPrefix(lines[j], "## ") {
+				end = j
+				break
+			}
+		}
+		notes := strings.TrimSpace(strings.Join(lines[i+1:end], "\n"))
+		block := unreleasedHeading + "\n\n" + notes + "\n\n" + heading + "\n\n" + notes + "\n"
+		if end < len(lines) {
+			block += "\n" + strings.Join(lines[end:], "\n")
+		}
+		lines = append(lines[:i], block)
+		break
 	}
 	return strings.Join(lines, "\n"), r, nil
 }

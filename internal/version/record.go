@@ -1,6 +1,7 @@
 package version
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"regexp"
@@ -10,8 +11,9 @@ import (
 
 // The release record (RELEASES.md) is Keep a Changelog: a "## Unreleased"
 // section first, then one section per release, newest first, each opened by
-// "## vX.Y.Z - YYYY-MM-DD" and a "Commit: <40 hex>" line naming the commit
-// whose tree the release was built from.
+// "## vX.Y.Z - YYYY-MM-DD" (vX.Y.Z-rc.N for a release candidate) and a
+// "Commit: <40 hex>" line naming the commit whose tree the release was
+// built from.
 const (
 	unreleasedHeading = "## Unreleased"
 	commitPrefix      = "Commit: "
@@ -20,42 +22,101 @@ const (
 var (
 	releaseHeading = regexp.MustCompile(`^## (\S+) - (\d{4}-\d{2}-\d{2})$`)
 	fullSHA        = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	semverCore     = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+	// semverRelease is MAJOR.MINOR.PATCH with an optional pre-release
+	// (semver 2.0.0, section 9: dot-separated identifiers, numeric ones
+	// without leading zeros). Build metadata (+...) names builds between
+	// releases, never a release.
+	semverRelease = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)` +
+		`(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?$`)
 )
 
-// Semver is a release version, MAJOR.MINOR.PATCH. Releases carry no
-// pre-release or build suffix: those name builds between releases.
-type Semver [3]int
+// Semver is a release version: MAJOR.MINOR.PATCH, and for a release
+// candidate a pre-release such as "rc.1" (v0.3.0-rc.1 comes before v0.3.0).
+type Semver struct {
+	Major, Minor, Patch int
+	// Pre is the pre-release, without its "-"; empty for a final release.
+	Pre string
+}
 
-// ParseSemver reads "1.2.3" or "v1.2.3".
+// ParseSemver reads "1.2.3", "v1.2.3" or "v1.2.3-rc.1".
 func ParseSemver(s string) (Semver, error) {
-	m := semverCore.FindStringSubmatch(s)
+	m := semverRelease.FindStringSubmatch(s)
 	if m == nil {
-		return Semver{}, fmt.Errorf("%q is not a release version: want MAJOR.MINOR.PATCH, for example 0.2.0 (semver, no pre-release suffix)", s)
+		return Semver{}, fmt.Errorf("%q is not a release version: want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH-PRERELEASE, for example 0.2.0 or 0.3.0-rc.1 (semver, no build metadata)", s)
 	}
-	var v Semver
-	for i := range v {
+	var core [3]int
+	for i := range core {
 		n, err := strconv.Atoi(m[i+1])
 		if err != nil {
 			return Semver{}, fmt.Errorf("%q: %w", s, err)
 		}
-		v[i] = n
+		core[i] = n
 	}
-	return v, nil
+	return Semver{Major: core[0], Minor: core[1], Patch: core[2], Pre: m[4]}, nil
 }
 
-// String is the tag form, "v1.2.3".
-func (v Semver) String() string { return fmt.Sprintf("v%d.%d.%d", v[0], v[1], v[2]) }
+// String is the tag form, "v1.2.3" or "v1.2.3-rc.1".
+func (v Semver) String() string {
+	s := fmt.Sprintf("v%d.%d.%d", v.Major, v.Minor, v.Patch)
+	if v.Pre != "" {
+		s += "-" + v.Pre
+	}
+	return s
+}
 
-// Less orders versions by major, minor, then patch.
-func (v Semver) Less(w Semver) bool {
-	for i := range v {
-		if v[i] != w[i] {
-			return v[i] < w[i]
+// Prerelease reports whether v is a release candidate (or another
+// pre-release) rather than a final release.
+func (v Semver) Prerelease() bool { return v.Pre != "" }
+
+// Compare orders versions by semver precedence: negative when v comes
+// before w. The core compares numerically; a pre-release comes before the
+// final release of its core, and pre-releases compare identifier by
+// identifier (numbers numerically and before words, a shorter list first).
+func (v Semver) Compare(w Semver) int {
+	if c := cmp.Compare(v.Major, w.Major); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(v.Minor, w.Minor); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(v.Patch, w.Patch); c != 0 {
+		return c
+	}
+	switch {
+	case v.Pre == w.Pre:
+		return 0
+	case v.Pre == "":
+		return 1
+	case w.Pre == "":
+		return -1
+	}
+	a, b := strings.Split(v.Pre, "."), strings.Split(w.Pre, ".")
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := compareIdentifier(a[i], b[i]); c != 0 {
+			return c
 		}
 	}
-	return false
+	return cmp.Compare(len(a), len(b))
 }
+
+// compareIdentifier compares two pre-release identifiers: numbers
+// numerically and before words, words in ASCII order.
+func compareIdentifier(a, b string) int {
+	na, errA := strconv.Atoi(a)
+	nb, errB := strconv.Atoi(b)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(na, nb)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// Less reports whether v comes before w.
+func (v Semver) Less(w Semver) bool { return v.Compare(w) < 0 }
 
 // Release is one section of the record.
 type Release struct {
@@ -119,7 +180,7 @@ func ParseRecord(text string) (*Record, error) {
 			inUnreleased = false
 			m := releaseHeading.FindStringSubmatch(line)
 			if m == nil {
-				return nil, fmt.Errorf("%s: %q is not a release heading: want \"## vX.Y.Z - YYYY-MM-DD\"", where, line)
+				return nil, fmt.Errorf("%s: %q is not a release heading: want \"## vX.Y.Z - YYYY-MM-DD\" or \"## vX.Y.Z-rc.N - YYYY-MM-DD\"", where, line)
 			}
 			v, err := ParseSemver(m[1])
 			if err != nil || !strings.HasPrefix(m[1], "v") {

@@ -70,17 +70,21 @@ func TestMakeRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	newest, _ := rec.Newest()
-	next := version.Semver{newest.Version[0], newest.Version[1] + 1, 0}
+	// The first candidate of the next minor release, then that release.
+	final := version.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor + 1}
+	next := final
+	next.Pre = "rc.1"
 	// A version below the newest that no release has (x.y.999 is never cut).
-	older := version.Semver{newest.Version[0], newest.Version[1] - 1, 999}
-	if newest.Version[1] == 0 {
-		older = version.Semver{newest.Version[0] - 1, 999, 999}
+	older := version.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor - 1, Patch: 999}
+	if newest.Version.Minor == 0 {
+		older = version.Semver{Major: newest.Version.Major - 1, Minor: 999, Patch: 999}
 	}
 
 	for _, refused := range []struct{ version, message string }{
 		{strings.TrimPrefix(newest.Version.String(), "v"), newest.Version.String() + " is already released"},
 		{older.String(), "is not newer than the newest release " + newest.Version.String()},
 		{"1.2", `"1.2" is not a release version`},
+		{"1.2.3-rc.01", `"1.2.3-rc.01" is not a release version`},
 	} {
 		out, err := runMake(clone, "release", "VERSION="+refused.version)
 		if err == nil || !strings.Contains(out, refused.message) {
@@ -112,11 +116,12 @@ func TestMakeRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The notes moved under the new heading, and Unreleased is empty.
+	// The candidate's section lists the notes, which stay under
+	// Unreleased for the final release.
 	_, notes, _ := strings.Cut(string(before), "## Unreleased\n")
 	notes, _, _ = strings.Cut(notes, "\n## v")
-	if rec.Unreleased != "" || !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
-		t.Errorf("RELEASES.md after make release: Unreleased %q, want empty and the old notes under %s:\n%s", rec.Unreleased, next, after)
+	if rec.Unreleased != strings.TrimSpace(notes) || !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
+		t.Errorf("RELEASES.md after make release: Unreleased %q, want the notes kept there and under %s:\n%s", rec.Unreleased, next, after)
 	}
 	for file, want := range map[string]string{
 		"config/manager/kustomization.yaml": `(?m)^  newTag: ` + regexp.QuoteMeta(next.String()) + `$`,
@@ -144,6 +149,34 @@ func TestMakeRelease(t *testing.T) {
 	out, err = runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"))
 	if err == nil || !strings.Contains(out, next.String()+" is already released") {
 		t.Errorf("make release of the new %s again: %v, want it refused:\n%s", next, err, out)
+	}
+
+	// The final release after its candidate: its section lists the same
+	// notes, Unreleased is empty, and the bundle replaces the candidate's.
+	head = mustRun(t, clone, "git", "rev-parse", "HEAD")
+	if out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(final.String(), "v"), "RELEASE_IMAGES=0"); err != nil {
+		t.Fatalf("make release VERSION=%s: %v\n%s", final, err, out)
+	}
+	rec, err = version.ReadRecord(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rec.Newest(); got.Version != final || got.Commit != head || rec.Unreleased != "" {
+		t.Errorf("after make release %s: newest %+v, Unreleased %q; want %s from %s and no notes left", final, got, rec.Unreleased, final, head)
+	}
+	after, err = os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
+		t.Errorf("RELEASES.md after make release %s lacks the notes under it:\n%s", final, after)
+	}
+	csv, err := os.ReadFile(filepath.Join(clone, "bundle", "releases", final.String(), "manifests", "myoperator.clusterserviceversion.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "replaces: myoperator.v" + strings.TrimPrefix(next.String(), "v"); !strings.Contains(string(csv), want) {
+		t.Errorf("the %s bundle's CSV lacks %q", final, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package version
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 )
@@ -42,10 +43,10 @@ func TestParseRecord(t *testing.T) {
 		err        string
 	}{
 		{name: "no release yet", text: record("- A change.")},
-		{name: "one release", text: record("", release("v0.1.0", "2026-11-30", sha1)), want: []Release{{Semver{0, 1, 0}, "2026-11-30", sha1}}},
+		{name: "one release", text: record("", release("v0.1.0", "2026-11-30", sha1)), want: []Release{{Semver{Minor: 1}, "2026-11-30", sha1}}},
 		{
 			name: "newest first, unreleased notes kept", text: record("### Added\n\n- New.", release("v1.10.0", "2027-02-01", sha2), release("v1.9.3", "2026-11-30", sha1)),
-			want:       []Release{{Semver{1, 10, 0}, "2027-02-01", sha2}, {Semver{1, 9, 3}, "2026-11-30", sha1}},
+			want:       []Release{{Semver{Major: 1, Minor: 10}, "2027-02-01", sha2}, {Semver{Major: 1, Minor: 9, Patch: 3}, "2026-11-30", sha1}},
 			unreleased: "### Added\n\n- New.",
 		},
 		{name: "no Unreleased section", text: "# Releases\n\n" + release("v0.1.0", "2026-11-30", sha1), err: `no "## Unreleased" section`},
@@ -93,7 +94,7 @@ func TestRepositoryRecord(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	r := Release{Version: Semver{0, 1, 0}, Commit: sha1}
+	r := Release{Version: Semver{Minor: 1}, Commit: sha1}
 	for _, tc := range []struct {
 		name string
 		tree Tree
@@ -124,13 +125,39 @@ func TestParseSemver(t *testing.T) {
 		{"v1.12.3", "v1.12.3", true},
 		{"1.2", "", false},
 		{"01.2.3", "", false},
-		{"1.2.3-rc.1", "", false},
+		{"1.2.3-rc.1", "v1.2.3-rc.1", true},
+		{"v0.3.0-alpha.beta.7", "v0.3.0-alpha.beta.7", true},
+		{"1.2.3-rc.01", "", false},
+		{"1.2.3-", "", false},
+		{"1.2.3-rc..1", "", false},
 		{"v1.2.3+build", "", false},
+		{"v1.2.3-rc.1+build", "", false},
 		{"latest", "", false},
 	} {
 		v, err := ParseSemver(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && v.String() != tc.want) {
 			t.Errorf("ParseSemver(%q) = %v, %v; want %q (ok %v)", tc.in, v, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestSemverOrder: semver precedence, a release candidate before its final
+// release, numeric identifiers numerically.
+func TestSemverOrder(t *testing.T) {
+	ordered := []string{"0.2.0", "0.3.0-alpha", "0.3.0-alpha.1", "0.3.0-alpha.beta", "0.3.0-beta.2", "0.3.0-beta.11", "0.3.0-rc.1", "0.3.0", "0.3.1", "0.10.0", "1.0.0-rc.1", "1.0.0"}
+	for i := range ordered {
+		for j := range ordered {
+			a, err := ParseSemver(ordered[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ParseSemver(ordered[j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := a.Compare(b), cmp.Compare(i, j); got != want {
+				t.Errorf("Compare(%s, %s) = %d, want %d", a, b, got, want)
+			}
 		}
 	}
 }
@@ -149,6 +176,9 @@ func TestCut(t *testing.T) {
 		{name: "not semver", text: one, version: "0.2", commit: sha2, err: `"0.2" is not a release version`},
 		{name: "short commit", text: one, version: "0.2.0", commit: "e39a2c9", err: "want the full 40-hex commit"},
 		{name: "no notes", text: record("", release("v0.1.0", "2026-11-30", sha1)), version: "0.2.0", commit: sha2, err: "write the release notes there first"},
+		{name: "release candidate", text: one, version: "0.2.0-rc.1", commit: sha2},
+		{name: "final after its candidate", text: record("### Fixed\n\n- A fix.", release("v0.2.0-rc.1", "2026-12-01", sha2), release("v0.1.0", "2026-11-30", sha1)), version: "0.2.0", commit: sha2},
+		{name: "candidate after its final", text: record("- X.", release("v0.2.0", "2026-12-01", sha2)), version: "0.2.0-rc.2", commit: sha2, err: "v0.2.0-rc.2 is not newer than the newest release v0.2.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, r, err := Cut(tc.text, tc.version, "2026-12-24", tc.commit)
@@ -162,12 +192,21 @@ func TestCut(t *testing.T) {
 			if newest, _ := rec.Newest(); newest != r || newest.Commit != tc.commit || newest.Date != "2026-12-24" {
 				t.Errorf("newest = %+v, returned %+v", newest, r)
 			}
-			if rec.Unreleased != "" {
-				t.Errorf("Unreleased after the cut = %q, want empty", rec.Unreleased)
+			before, err := ParseRecord(tc.text)
+			if err != nil {
+				t.Fatal(err)
 			}
-			want := "## Unreleased\n\n## " + r.Version.String() + " - 2026-12-24\n\nCommit: " + tc.commit + "\n\n"
-			if !strings.Contains(out, want) {
-				t.Errorf("cut record lacks %q:\n%s", want, out)
+			section := "## " + r.Version.String() + " - 2026-12-24\n\nCommit: " + tc.commit + "\n\n" + before.Unreleased
+			if !strings.Contains(out, section) {
+				t.Errorf("cut record lacks the section with the notes %q:\n%s", section, out)
+			}
+			// A candidate keeps the notes for the final release.
+			wantUnreleased := ""
+			if r.Version.Prerelease() {
+				wantUnreleased = before.Unreleased
+			}
+			if rec.Unreleased != wantUnreleased {
+				t.Errorf("Unreleased after the cut = %q, want %q", rec.Unreleased, wantUnreleased)
 			}
 		})
 	}
