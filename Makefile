@@ -18,6 +18,7 @@ KUBE_VERSION ?= v1.37.2
 KUBE_OLDEST_VERSION ?= v1.33.13
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
 # cert-manager's version is the one hack/certmanager/go.mod requires (the
@@ -36,6 +37,7 @@ BIN := $(ROOT)/bin
 # Real Kubernetes binaries, built from Go modules into a versioned folder.
 K8S_BIN := $(BIN)/k8s/$(KUBE_VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+CYCLONEDX_GOMOD := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CERT_MANAGER := $(BIN)/cert-manager-$(CERT_MANAGER_VERSION)/cert-manager
 KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
@@ -153,10 +155,14 @@ HOST_ARCH := $(shell go env GOARCH)
 # The platforms of the multi-arch image: pure Go, cross-compiled, nothing emulated.
 PLATFORMS ?= linux/amd64 linux/arm64
 VERSION_PKG := github.com/example/myoperator/internal/version
+# GUESTBOOK_DEFAULT_IMAGE, when set, is compiled into the manager as the
+# Guestbook's default image (a release stamps its image by digest there).
+GUESTBOOK_DEFAULT_IMAGE ?=
+MANAGER_LDFLAGS = $(if $(GUESTBOOK_DEFAULT_IMAGE),-X github.com/example/myoperator/apis/operator/v1alpha1.DefaultGuestbookImage=$(GUESTBOOK_DEFAULT_IMAGE))
 # build-for,ARCH: the operator's two binaries and the Guestbook's server
 # (guestbook.Dockerfile's) for linux/ARCH into bin/linux_ARCH/, stamped.
 define build-for
-GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/manager .
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) $(MANAGER_LDFLAGS)" -o $(BIN)/linux_$(1)/manager .
 GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/bootstrap ./initcontainer
 GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/guestbook-server ./guestbookserver
 endef
@@ -178,7 +184,7 @@ build-linux-%:
 ##@ Test
 
 .PHONY: test
-test: k8s-binaries $(PROMTOOL) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts.
+test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts.
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
 	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
@@ -373,6 +379,11 @@ release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, im
 	@$(if $(filter command line environment,$(origin VERSION)),,echo "release: usage: make release VERSION=x.y.z (or x.y.z-rc.n)" >&2; exit 1)
 	hack/release.sh $(VERSION)
 
+.PHONY: dist
+dist: $(CYCLONEDX_GOMOD) ## Write release VERSION's artifacts into dist/: install.yaml, install-certmanager.yaml, bundle, image archives by digest, SBOMs, SHA256SUMS (hack/dist.sh; make release runs it).
+	@$(if $(filter command line environment,$(origin VERSION)),,echo "dist: usage: make dist VERSION=vx.y.z (a release in bundle/releases)" >&2; exit 1)
+	CYCLONEDX=$(CYCLONEDX_GOMOD) IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh v$(VERSION:v%=%)
+
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.
 	IMG=$(MULTIARCH_IMG) ARCHIVE=$(patsubst oci-archive:%,%,$(MULTIARCH_DEST)) PLATFORMS="$(PLATFORMS)" VERSION=$(VERSION) hack/test-image.sh
@@ -424,6 +435,11 @@ $(CONTROLLER_GEN):
 	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/.tmp/controller-gen $@
+
+$(CYCLONEDX_GOMOD):
+	@echo "installing cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) into bin/ (about 30 s when cold)"
+	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	mv $(BIN)/.tmp/cyclonedx-gomod $@
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (about 2 minutes when cold)"

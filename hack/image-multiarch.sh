@@ -6,6 +6,10 @@
 #
 #   hack/image-multiarch.sh IMAGE [DEST]
 #
+# DOCKERFILE and BINARIES choose another image of the project: the
+# Guestbook's server is DOCKERFILE=guestbook.Dockerfile
+# BINARIES=guestbook-server.
+#
 # DEST defaults to the OCI archive bin/images/<name>_<tag>.tar; a
 # docker://registry/name:tag pushes the list instead. The manifest list is
 # made, pushed and removed again in one go: podman 4.3 (Debian's) cannot list
@@ -15,6 +19,8 @@
 set -euo pipefail
 IMAGE=${1:?usage: hack/image-multiarch.sh IMAGE [DEST]}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
+DOCKERFILE=${DOCKERFILE:-Dockerfile}
+BINARIES=${BINARIES:-manager bootstrap}
 root=$(cd "$(dirname "$0")/.." && pwd)
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 name=${IMAGE##*/}
@@ -22,10 +28,10 @@ DEST=${2:-oci-archive:$root/bin/images/${name//:/_}.tar}
 
 for platform in $PLATFORMS; do
   arch=${platform#*/}
-  for b in manager bootstrap; do
+  for b in $BINARIES; do
     [ -f "$root/bin/linux_$arch/$b" ] || { echo "image-multiarch: bin/linux_$arch/$b missing: run make build-multiarch" >&2; exit 1; }
   done
-  "${podman[@]}" build -q --platform "$platform" -t "$IMAGE-$arch" "$root" >/dev/null
+  "${podman[@]}" build -q --platform "$platform" -f "$root/$DOCKERFILE" -t "$IMAGE-$arch" "$root" >/dev/null
   echo "image-multiarch: $IMAGE-$arch ($platform)"
 done
 

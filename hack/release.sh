@@ -14,8 +14,11 @@
 # 3. The image tag of config/manager and the Makefile's IMG default become
 #    vx.y.z; make bundle regenerates bundle/ (its CSV names the newest
 #    release) and make bundle-release writes bundle/releases/vx.y.z.
-# 4. make docker-build-multiarch VERSION=vx.y.z: the images for every
-#    platform and their manifest list (RELEASE_IMAGES=0 skips this step).
+# 4. make dist VERSION=vx.y.z (hack/dist.sh): what the release publishes,
+#    in dist/: install.yaml and install-certmanager.yaml with every image
+#    by digest, the bundle, the images of both platforms as OCI archives,
+#    an SBOM of each binary and SHA256SUMS (RELEASE_IMAGES=0 builds no
+#    image and names them by tag).
 # 5. Prints what changed and the git commands that commit and tag it.
 #
 # It works on the repository of the current directory.
@@ -58,10 +61,10 @@ else
   say "no make bundle-release target in this tree: no release bundle written"
 fi
 
-if [ "${RELEASE_IMAGES:-1}" = 1 ]; then
-  make --no-print-directory docker-build-multiarch VERSION="$version" COMMIT="$head"
+if make -n dist VERSION="$version" >/dev/null 2>&1; then
+  RELEASE_IMAGES=${RELEASE_IMAGES:-1} make --no-print-directory dist VERSION="$version" COMMIT="$head"
 else
-  say "RELEASE_IMAGES=0: images not built (make docker-build-multiarch VERSION=$version builds them)"
+  say "no make dist target in this tree: no dist/ written"
 fi
 
 echo
@@ -75,8 +78,10 @@ Review the changes (git diff), then commit the record and tag the released commi
   git commit -m "Release $version"
   git tag -a $version $head -m "myoperator $version"
 
-and publish the images (the manifest list of every platform) and the tag:
+and publish the images (each archive in dist/ is the manifest list of
+every platform, pushed as it is so that its digest stays the one
+install.yaml names), the tag, and dist/'s files with the release:
 
-  make docker-push-multiarch VERSION=$version
+  skopeo copy --all --preserve-digests oci-archive:dist/<image>.oci.tar docker://<registry>/<image>
   git push origin main $version
 EOT

@@ -2,7 +2,9 @@ package version_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,9 +34,12 @@ func TestMakeRelease(t *testing.T) {
 	}
 	clone := filepath.Join(t.TempDir(), "repo")
 	mustRun(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
-	// make bundle needs controller-gen: the one make built for the
-	// repository, where there is one (a fresh machine builds it).
-	if gens, _ := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*")); len(gens) > 0 {
+	// make bundle needs controller-gen and make dist cyclonedx-gomod: the
+	// ones make built for the repository, where there are (make test
+	// builds them on a fresh machine, outside the network namespace).
+	gens, _ := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*"))
+	sboms, _ := filepath.Glob(filepath.Join(root, "bin", "cyclonedx-gomod-*"))
+	if gens = append(gens, sboms...); len(gens) > 0 {
 		if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +128,7 @@ func TestMakeRelease(t *testing.T) {
 	if rec.Unreleased != strings.TrimSpace(notes) || !strings.Contains(string(after), "Commit: "+head+"\n"+notes) {
 		t.Errorf("RELEASES.md after make release: Unreleased %q, want the notes kept there and under %s:\n%s", rec.Unreleased, next, after)
 	}
+	checkDist(t, clone, next)
 	for file, want := range map[string]string{
 		"config/manager/kustomization.yaml": `(?m)^  newTag: ` + regexp.QuoteMeta(next.String()) + `$`,
 		"Makefile":                          `(?m)^IMG \?= \$\(IMAGE_REPO\):` + regexp.QuoteMeta(next.String()) + `$`,
@@ -177,6 +183,78 @@ func TestMakeRelease(t *testing.T) {
 	}
 	if want := "replaces: myoperator.v" + strings.TrimPrefix(next.String(), "v"); !strings.Contains(string(csv), want) {
 		t.Errorf("the %s bundle's CSV lacks %q", final, want)
+	}
+}
+
+// checkDist: make release wrote what the release publishes into dist/,
+// without images (RELEASE_IMAGES=0): both install manifests naming the
+// release's image, the bundle, a CycloneDX SBOM of each binary, and
+// SHA256SUMS that hold for every file and list them all.
+func checkDist(t *testing.T, clone string, v version.Semver) {
+	t.Helper()
+	dist := filepath.Join(clone, "dist")
+	image := "image: ghcr.io/example/myoperator:" + v.String()
+	for _, name := range []string{"install.yaml", "install-certmanager.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(dist, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{image, "kind: CustomResourceDefinition", "kind: Deployment", "kind: FlowSchema", "kind: PodDisruptionBudget"} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("dist/%s lacks %q", name, want)
+			}
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(dist, "install-certmanager.yaml")); err != nil || !strings.Contains(string(raw), "kind: Certificate") {
+		t.Errorf("dist/install-certmanager.yaml has no cert-manager Certificate (%v)", err)
+	}
+	bundle := mustRun(t, dist, "tar", "-tzf", "myoperator-bundle_"+v.String()+".tar.gz")
+	if !strings.Contains(bundle, "manifests/myoperator.clusterserviceversion.yaml") || !strings.Contains(bundle, "metadata/annotations.yaml") {
+		t.Errorf("the bundle archive lacks the CSV or the annotations:\n%s", bundle)
+	}
+	sboms, _ := filepath.Glob(filepath.Join(dist, "sbom", "*.cdx.json"))
+	if len(sboms) != 3 {
+		t.Errorf("SBOMs %v, want one per binary (manager, bootstrap, guestbook-server)", sboms)
+	}
+	for _, path := range sboms {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bom struct {
+			BOMFormat string `json:"bomFormat"`
+			Metadata  struct {
+				Component struct{ Name, Version string } `json:"component"`
+			} `json:"metadata"`
+			Components []struct{ Name string } `json:"components"`
+		}
+		if err := json.Unmarshal(raw, &bom); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/example/myoperator" || bom.Metadata.Component.Version != v.String() {
+			t.Errorf("%s: format %q, component %+v; want CycloneDX for github.com/example/myoperator %s", path, bom.BOMFormat, bom.Metadata.Component, v)
+		}
+		if strings.Contains(path, "manager_") && len(bom.Components) < 10 {
+			t.Errorf("%s lists %d modules, want the manager's dependencies", path, len(bom.Components))
+		}
+	}
+	// Every file is summed, and every sum holds.
+	sums := mustRun(t, dist, "sha256sum", "-c", "SHA256SUMS")
+	var files []string
+	err := filepath.WalkDir(dist, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() != "SHA256SUMS" {
+			rel, _ := filepath.Rel(dist, path)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.Contains(sums, f+": OK") {
+			t.Errorf("SHA256SUMS does not check %s:\n%s", f, sums)
+		}
 	}
 }
 

@@ -54,8 +54,12 @@ const (
 	DefaultLogLevel           = LogInfo
 	DefaultDrinkSize          = DrinkSize("Medium")
 	DefaultGuestbookNamespace = "guestbook"
-	DefaultGuestbookImage     = "ghcr.io/example/myoperator-guestbook:v1.0.0"
 )
+
+// DefaultGuestbookImage is the Guestbook pods' default image. A variable,
+// so that a release build stamps the image it ships, by digest, with
+// -ldflags -X (hack/dist.sh); the CRD's default says the same.
+var DefaultGuestbookImage = "ghcr.io/example/myoperator-guestbook:v1.0.0"
 
 // OperatorConfigSpec is how the operator should behave.
 type OperatorConfigSpec struct {

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Writes what release VERSION publishes into dist/ (not committed):
+#
+#   hack/dist.sh vX.Y.Z[-rc.N]
+#
+#   install.yaml              config/default, every image by digest
+#   install-certmanager.yaml  the same with cert-manager issuing the webhook
+#                             certificate (config/certmanager-default)
+#   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle
+#   myoperator_V.oci.tar                the manager's image (manager and
+#                                       bootstrap), linux/amd64 and arm64,
+#                                       as an OCI image index
+#   myoperator-guestbook_T.oci.tar      the Guestbook server's image, same
+#   sbom/<binary>_linux_<arch>.cdx.json a CycloneDX SBOM of each binary
+#   images.txt                every image reference the manifests use
+#   SHA256SUMS                the checksum of every file above
+#
+# The Guestbook's image is built first: its reference by digest becomes the
+# default the manager binary is built with (GUESTBOOK_DEFAULT_IMAGE) and the
+# default the OperatorConfig CRD writes, so that a release runs exactly the
+# Guestbook image it ships. Then the manager's image, whose digest
+# install.yaml names.
+#
+# RELEASE_IMAGES=0 builds no image (make release's tests): the binaries are
+# built for the host's architecture only, for their SBOMs, and the
+# manifests name the images by tag.
+set -euo pipefail
+version=${1:?usage: hack/dist.sh vX.Y.Z[-rc.N]}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { echo "dist: $*"; }
+fail() { echo "dist: $*" >&2; exit 1; }
+
+IMAGE_REPO=${IMAGE_REPO:-ghcr.io/example/myoperator}
+# The Guestbook server's image keeps its own version (guestbook.Dockerfile's
+# GUESTBOOK_IMG in the Makefile): it moves when guestbookserver/ changes.
+GUESTBOOK_IMG=${GUESTBOOK_IMG:-ghcr.io/example/myoperator-guestbook:v1.0.0}
+PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
+CYCLONEDX=${CYCLONEDX:?set CYCLONEDX to the cyclonedx-gomod binary (make dist builds it)}
+images=${RELEASE_IMAGES:-1}
+commit=$(git rev-parse HEAD)
+dist=$root/dist
+
+rm -rf "$dist"
+mkdir -p "$dist/sbom"
+
+# index_digest ARCHIVE: the digest of the OCI image index an archive holds,
+# which a registry serves for it once pushed as it is.
+index_digest() {
+  tar -xOf "$1" index.json | python3 -c 'import json, sys; m = json.load(sys.stdin)["manifests"]; assert len(m) == 1, m; print(m[0]["digest"])'
+}
+
+guestbook_ref=$GUESTBOOK_IMG
+# The manager's image as install.yaml names it: by digest once built.
+manager_digest=
+if [ "$images" = 1 ]; then
+  hack/ensure-podman.sh
+  make --no-print-directory build-multiarch VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS"
+  gb_archive=$dist/$(basename "${GUESTBOOK_IMG//:/_}").oci.tar
+  DOCKERFILE=guestbook.Dockerfile BINARIES=guestbook-server PLATFORMS="$PLATFORMS" \
+    hack/image-multiarch.sh "$GUESTBOOK_IMG" "oci-archive:$gb_archive"
+  guestbook_ref=$GUESTBOOK_IMG@$(index_digest "$gb_archive")
+  # The manager again, with the Guestbook's image by digest as its default.
+  make --no-print-directory build-multiarch VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
+  mgr_archive=$dist/$(basename "$IMAGE_REPO")_$version.oci.tar
+  PLATFORMS="$PLATFORMS" hack/image-multiarch.sh "$IMAGE_REPO:$version" "oci-archive:$mgr_archive"
+  manager_digest=$(index_digest "$mgr_archive")
+  arches=$(for p in $PLATFORMS; do echo "${p#*/}"; done)
+else
+  say "RELEASE_IMAGES=0: no images; binaries for $(go env GOARCH) only, images named by tag"
+  make --no-print-directory build VERSION="$version" COMMIT="$commit" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
+  arches=$(go env GOARCH)
+fi
+
+for arch in $arches; do
+  for b in manager bootstrap guestbook-server; do
+    "$CYCLONEDX" bin -json -version "$version" -output "$dist/sbom/${b}_linux_$arch.cdx.json" "bin/linux_$arch/$b" 2>/dev/null
+  done
+done
+say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
+
+# The manifests: config/default (and its cert-manager form) with the
+# manager's image and the Guestbook default of this release.
+mkdir -p "$root/bin"
+overlay=$(mktemp -d "$root/bin/dist-overlay.XXXXXX")
+trap 'rm -rf "$overlay"' EXIT
+render() { # render BASE OUT
+  cat >"$overlay/kustomization.yaml" <<EOT
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../$1
+images:
+- name: ghcr.io/example/myoperator
+  newName: $IMAGE_REPO
+$(if [ -n "$manager_digest" ]; then echo "  digest: $manager_digest"; else echo "  newTag: $version"; fi)
+patches:
+- target:
+    kind: CustomResourceDefinition
+    name: operatorconfigs.operator.example.com
+  patch: |-
+    - op: replace
+      path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/guestbook/properties/image/default
+      value: $guestbook_ref
+EOT
+  kubectl kustomize "$overlay" >"$2"
+}
+render config/default "$dist/install.yaml"
+render config/certmanager-default "$dist/install-certmanager.yaml"
+grep -h 'image: ' "$dist/install.yaml" | sed 's/^ *- *//; s/^ *image: //' | sort -u >"$dist/images.txt"
+echo "$guestbook_ref" >>"$dist/images.txt"
+manager_ref=$IMAGE_REPO${manager_digest:+@$manager_digest}
+[ -n "$manager_digest" ] || manager_ref=$IMAGE_REPO:$version
+grep -q "default: $guestbook_ref\$" "$dist/install.yaml" || fail "install.yaml: the OperatorConfig CRD's guestbook.image default is not $guestbook_ref"
+grep -qx "$manager_ref" "$dist/images.txt" || fail "install.yaml does not name the manager's image $manager_ref: $(tr '\n' ' ' <"$dist/images.txt")"
+
+bundle=bundle/releases/$version
+[ -d "$bundle" ] || fail "$bundle missing: make bundle-release VERSION=${version#v} writes it"
+tar -czf "$dist/myoperator-bundle_$version.tar.gz" -C "$bundle" manifests metadata
+
+(cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | sort | xargs sha256sum >SHA256SUMS)
+say "dist/ for $version ($(wc -l <"$dist/SHA256SUMS") files, SHA256SUMS):"
+(cd "$dist" && while read -r sum file; do printf '  %-48s %10s  sha256:%s\n' "$file" "$(stat -c %s "$file")" "$sum"; done <SHA256SUMS)
+say "images: $(tr '\n' ' ' <"$dist/images.txt")"
