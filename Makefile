@@ -111,12 +111,13 @@ vet: ## Run go vet on the code.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tools' own modules (hack/olm-validate, hack/certmanager, hack/promtool).
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tools' own modules (hack/olm-validate, hack/certmanager, hack/promtool, hack/registry).
 	$(GOLANGCI_LINT) run ./...
 	@# Modules of their own, which ./... does not reach.
 	cd hack/olm-validate && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 	cd hack/certmanager && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 	cd hack/promtool && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd hack/registry && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: kube-score
 kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy) with kube-score; fail on any CRITICAL.
@@ -144,9 +145,12 @@ verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped
 	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
 	@cd hack/certmanager && go mod tidy -diff >/dev/null || { echo "verify: hack/certmanager's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
 	@cd hack/promtool && go mod tidy -diff >/dev/null || { echo "verify: hack/promtool's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/registry && go mod tidy -diff >/dev/null || { echo "verify: hack/registry's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
 	@go -C hack/olm-validate build -o $(BIN)/olm-validate .
 	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
 	@cd hack/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'
+	@# The release's image push (hack/registry, its own module) against a registry on loopback.
+	@cd hack/registry && go test -count=1 ./... | sed 's/^/verify: registry tests: /'
 	@echo "verify: generated files, formatting and go.mod are up to date"
 
 ##@ Build
@@ -383,6 +387,14 @@ release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, im
 dist: $(CYCLONEDX_GOMOD) ## Write release VERSION's artifacts into dist/: install.yaml, install-certmanager.yaml, bundle, image archives by digest, SBOMs, SHA256SUMS (hack/dist.sh; make release runs it).
 	@$(if $(filter command line environment,$(origin VERSION)),,echo "dist: usage: make dist VERSION=vx.y.z (a release in bundle/releases)" >&2; exit 1)
 	CYCLONEDX=$(CYCLONEDX_GOMOD) IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh v$(VERSION:v%=%)
+
+# REGISTRY is where make release-push sends dist/'s images (host/path).
+REGISTRY ?=
+
+.PHONY: release-push
+release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests) and point dist/'s manifests at them (hack/registry).
+	@$(if $(REGISTRY),,echo "release-push: set REGISTRY=host/path" >&2; exit 1)
+	go -C hack/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
 
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.
