@@ -90,10 +90,26 @@ func TestUpgrade(t *testing.T) {
 }
 
 func TestParseVersion(t *testing.T) {
-	for in, ok := range map[string]bool{"0.1.0": true, "v1.2.3": true, "1.2": false, "1.2.3-rc.1": false, "v1.2.x": false, "": false} {
-		if _, err := olmbundle.ParseVersion(in); (err == nil) != ok {
-			t.Errorf("ParseVersion(%q) error %v, want ok=%v", in, err, ok)
+	for in, want := range map[string]string{"0.1.0": "0.1.0", "v1.2.3": "1.2.3", "1.2.3-rc.1": "1.2.3-rc.1", "1.2": "", "1.2.3-rc.01": "", "v1.2.x": "", "": ""} {
+		v, err := olmbundle.ParseVersion(in)
+		if (err == nil) != (want != "") || (err == nil && v.String() != want) {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %q", in, v, err, want)
 		}
+	}
+}
+
+// TestReleaseCandidateInTheGraph: a candidate's bundle replaces the
+// release before it, and the final release's bundle replaces the
+// candidate.
+func TestReleaseCandidateInTheGraph(t *testing.T) {
+	released := versions(t, "0.1.0", "0.2.0", "0.3.0-rc.1")
+	g := olmbundle.Upgrade(released, versions(t, "0.3.0")[0])
+	if g.Previous == nil || g.Previous.String() != "0.3.0-rc.1" {
+		t.Errorf("0.3.0 replaces %v, want 0.3.0-rc.1", g.Previous)
+	}
+	g = olmbundle.Upgrade(released[:2], versions(t, "0.3.0-rc.1")[0])
+	if g.Previous == nil || g.Previous.String() != "0.2.0" {
+		t.Errorf("0.3.0-rc.1 replaces %v, want 0.2.0", g.Previous)
 	}
 }
 
