@@ -274,7 +274,7 @@ test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-
 	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci
-ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, demo and e2e checks (make test-k8s-oldest runs apart).
+ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart).
 
 ##@ Kubernetes binaries and local cluster
 
@@ -395,6 +395,10 @@ REGISTRY ?=
 release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests) and point dist/'s manifests at them (hack/registry).
 	@$(if $(REGISTRY),,echo "release-push: set REGISTRY=host/path" >&2; exit 1)
 	go -C hack/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
+
+.PHONY: test-dist
+test-dist: $(CYCLONEDX_GOMOD) ## Check a release's files: make dist with images for the newest release, SHA256SUMS, digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).
+	hack/test-dist.sh
 
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.

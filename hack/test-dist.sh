@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Checks a release's files end to end (make test-dist): make dist with
+# images for the newest recorded release, then
+# - every file of dist/ holds its SHA256SUMS line;
+# - install.yaml names the manager's image by the digest of its archive,
+#   and the OperatorConfig CRD's default guestbook.image is the Guestbook
+#   image's archive by digest, which the manager binary carries too;
+# - make release-push sends both archives to a registry on loopback
+#   (hack/registry serve), install.yaml then names the registry, and
+#   podman pulls each image from it by that digest, for every platform.
+# Everything it starts listens on loopback and is stopped at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+fail() { echo "test-dist: $*" >&2; exit 1; }
+say() { echo "test-dist: $*"; }
+podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
+PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
+version=$(go run ./hack/version -newest)
+
+make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/test-dist.log" 2>&1 ||
+  { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
+(cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
+say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
+
+# index_digest ARCHIVE: the digest of the image index in an OCI archive.
+index_digest() { tar -xOf "$1" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])'; }
+mgr=$(index_digest "dist/myoperator_$version.oci.tar")
+gb_archive=$(ls dist/myoperator-guestbook_*.oci.tar)
+gb_tag=${gb_archive#dist/myoperator-guestbook_}
+gb_tag=${gb_tag%.oci.tar}
+gb=$(index_digest "$gb_archive")
+grep -q "image: ghcr.io/example/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name the manager by $mgr"
+grep -q "default: ghcr.io/example/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD's guestbook.image default is not the archive's $gb"
+grep -aq "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" "bin/linux_$(go env GOARCH)/manager" || fail "the manager binary does not carry the Guestbook image $gb"
+say "install.yaml: manager @$mgr; Guestbook default :$gb_tag@$gb, also in the manager binary"
+
+# A registry on loopback, and the release pushed to it.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+go -C hack/registry build -o "$root/bin/registry" .
+"$root/bin/registry" serve -addr "127.0.0.1:$port" >"$root/bin/test-dist-registry.log" 2>&1 &
+registry=$!
+pulled=()
+cleanup() {
+  kill "$registry" 2>/dev/null || true
+  for ref in "${pulled[@]}"; do "${podman[@]}" rmi -f "$ref" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
+to=127.0.0.1:$port/release
+make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep '^registry:' || fail "make release-push failed"
+grep -q "image: $to/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name $to/myoperator@$mgr after the push"
+grep -q "default: $to/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD default does not name the registry after the push"
+(cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold after the push"
+
+# A real client pulls each image by digest, for every platform.
+for ref in "$to/myoperator@$mgr" "$to/myoperator-guestbook@$gb"; do
+  for platform in $PLATFORMS; do
+    "${podman[@]}" pull -q --tls-verify=false --platform "$platform" "$ref" >/dev/null || fail "podman pull $ref ($platform)"
+    pulled+=("$ref")
+    got=$("${podman[@]}" image inspect "$ref" --format '{{.Os}}/{{.Architecture}}')
+    [ "$got" = "$platform" ] || fail "$ref pulled for $platform is $got"
+    "${podman[@]}" rmi -f "$ref" >/dev/null
+  done
+  say "podman pulled $ref for $PLATFORMS"
+done
+say "all checks passed"
