@@ -44,6 +44,10 @@ pulled=()
 cleanup() {
   kill "$registry" 2>/dev/null || true
   for ref in "${pulled[@]}"; do "${podman[@]}" rmi -f "$ref" >/dev/null 2>&1 || true; done
+  # The per-platform images make dist left in podman's store.
+  for platform in $PLATFORMS; do
+    "${podman[@]}" rmi "ghcr.io/example/myoperator:$version-${platform#*/}" "ghcr.io/example/myoperator-guestbook:$gb_tag-${platform#*/}" >/dev/null 2>&1 || true
+  done
 }
 trap cleanup EXIT
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
