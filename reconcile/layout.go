@@ -3,7 +3,6 @@ package reconcile
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
@@ -22,7 +21,7 @@ func (e *UnknownVersionError) Error() string {
 		return "the Drink has no recorded authored version (" + drinksv1.AuthoredVersionAnnotation +
 			"); write its spec once through any served version to record one"
 	}
-	return fmt.Sprintf("authored version %q has no ConfigMap layout; served versions are %s", e.Version, joinAnd(e.Served))
+	return fmt.Sprintf("authored version %q has no ConfigMap layout; served versions are %s", e.Version, drinksversions.List(e.Served))
 }
 
 // AuthoredVersion is the API version a Drink's spec was last written in, as
@@ -72,12 +71,4 @@ func hubValue(s *drinksv1.DrinkSpec, f string) string {
 func layoutKeys(t drinksversions.Table, version string) []string {
 	v, _ := t.Lookup(version)
 	return v.LayoutKeys()
-}
-
-// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	"github.com/example/myoperator/internal/crdvalidation"
 )
 
@@ -106,7 +107,7 @@ func (v DrinkValidator) checkNoConversionData(d *drinksv1.Drink) field.ErrorList
 	t := v.versions()
 	hub := t.Hub().Name
 	detail := fmt.Sprintf("belongs to the operator: conversion writes it on %s Drinks to keep the %s fields they lack; "+
-		"remove it, and set those fields through %s/%s", joinAnd(t.Spokes()), hub, drinksv1.GroupVersion.Group, hub)
+		"remove it, and set those fields through %s/%s", drinksversions.List(t.Spokes()), hub, drinksv1.GroupVersion.Group, hub)
 	if err := conversion.CheckData(value); err != nil {
 		detail += "; this value does not even decode: " + err.Error()
 	}
@@ -148,12 +149,4 @@ func specField(path string, fields []string) (string, bool) {
 		return "", false
 	}
 	return fields[i], true
-}
-
-// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

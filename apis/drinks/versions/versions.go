@@ -258,3 +258,12 @@ func (t Table) Check() error {
 	}
 	return errors.Join(errs...)
 }
+
+// List writes version names as a sentence does, for messages:
+// "v1", "v1alpha1 and v1beta1", "v1alpha1, v1beta1 and v1".
+func List(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}

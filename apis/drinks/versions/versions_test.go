@@ -191,3 +191,19 @@ func TestOrDrinks(t *testing.T) {
 		t.Errorf("a table of one became %d versions", len(got))
 	}
 }
+
+func TestList(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"v1"}, "v1"},
+		{[]string{"v1alpha1", "v1beta1"}, "v1alpha1 and v1beta1"},
+		{[]string{"v1alpha1", "v1beta1", "v1"}, "v1alpha1, v1beta1 and v1"},
+	} {
+		if got := drinksversions.List(tc.names); got != tc.want {
+			t.Errorf("List(%v) = %q, want %q", tc.names, got, tc.want)
+		}
+	}
+}
