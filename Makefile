@@ -21,6 +21,8 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
+# Helm, built from helm.sh/helm/v4, for the chart's tests and make dist.
+HELM_VERSION ?= v4.3.1
 # cert-manager's version is the one hack/certmanager/go.mod requires (the
 # launcher's module); it names the launcher's folder.
 CERT_MANAGER_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' hack/certmanager/go.mod)
@@ -41,6 +43,7 @@ CYCLONEDX_GOMOD := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CERT_MANAGER := $(BIN)/cert-manager-$(CERT_MANAGER_VERSION)/cert-manager
 KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
+HELM := $(BIN)/helm-$(HELM_VERSION)
 PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 KUBECTL ?= kubectl
 # Every API server a target starts runs in this network namespace, which has
@@ -92,6 +95,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the A
 # (0.1.0 until that file exists).
 BUNDLE_VERSION ?=
 
+.PHONY: chart
+chart: manifests ## Generate the Helm chart charts/myoperator from config/ (hack/helmchart): its default values render config/default.
+	go run ./hack/helmchart
+
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/, versioned as the newest release of RELEASES.md.
 	go run ./hack/bundle $(if $(BUNDLE_VERSION),--version $(BUNDLE_VERSION))
@@ -126,7 +133,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 .PHONY: verify
 verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, stale file references, long commit subjects.
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests bundle
+	@$(MAKE) --no-print-directory generate manifests bundle chart
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
@@ -188,14 +195,14 @@ build-linux-%:
 ##@ Test
 
 .PHONY: test
-test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts.
+test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts; helm lints and renders the chart.
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
 	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
 	@mkdir -p bin
 	@# The whole output goes to bin/test.log as well; on a failure, what
 	@# failed is printed again at the end (CI shows only the end).
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) go test -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) HELM=$(HELM) go test -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
 		|| { hack/test-failures.sh bin/test.log; exit 1; }
 
 # make fuzz-e2e: the model check (test/modelcheck) with another seed and
@@ -384,9 +391,9 @@ release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, im
 	hack/release.sh $(VERSION)
 
 .PHONY: dist
-dist: $(CYCLONEDX_GOMOD) ## Write release VERSION's artifacts into dist/: install.yaml, install-certmanager.yaml, bundle, image archives by digest, SBOMs, SHA256SUMS (hack/dist.sh; make release runs it).
+dist: $(CYCLONEDX_GOMOD) $(HELM) ## Write release VERSION's artifacts into dist/: install.yaml, install-certmanager.yaml, Helm chart, bundle, image archives by digest, SBOMs, SHA256SUMS (hack/dist.sh; make release runs it).
 	@$(if $(filter command line environment,$(origin VERSION)),,echo "dist: usage: make dist VERSION=vx.y.z (a release in bundle/releases)" >&2; exit 1)
-	CYCLONEDX=$(CYCLONEDX_GOMOD) IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh v$(VERSION:v%=%)
+	CYCLONEDX=$(CYCLONEDX_GOMOD) HELM=$(HELM) IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh v$(VERSION:v%=%)
 
 # REGISTRY is where make release-push sends dist/'s images (host/path).
 REGISTRY ?=
@@ -397,8 +404,8 @@ release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (
 	go -C hack/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
 
 .PHONY: test-dist
-test-dist: $(CYCLONEDX_GOMOD) ## Check a release's files: make dist with images for the newest release, SHA256SUMS, digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).
-	hack/test-dist.sh
+test-dist: $(CYCLONEDX_GOMOD) $(HELM) ## Check a release's files: make dist with images for the newest release, SHA256SUMS, digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).
+	HELM=$(HELM) hack/test-dist.sh
 
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.
@@ -471,6 +478,13 @@ $(PROMTOOL): hack/promtool/go.mod hack/promtool/go.sum
 	@echo "building promtool $(PROMTOOL_VERSION) into bin/ (about 2 minutes when cold)"
 	cd hack/promtool && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%)" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool
 	mv $@.tmp $@
+
+.PHONY: helm
+helm: $(HELM) ## Build helm from its Go module (helm.sh/helm/v4 at HELM_VERSION) into bin/helm-<version>, for the chart's tests and make dist.
+$(HELM):
+	@echo "building helm $(HELM_VERSION) into bin/ (about 1.5 minutes when cold)"
+	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/.tmp/helm $@
 
 $(KUBE_SCORE):
 	@echo "installing kube-score $(KUBE_SCORE_VERSION) into bin/ (about 1.5 minutes when cold)"

@@ -6,7 +6,10 @@
 #   install.yaml              config/default, every image by digest
 #   install-certmanager.yaml  the same with cert-manager issuing the webhook
 #                             certificate (config/certmanager-default)
-#   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle
+#   myoperator-V.tgz          the Helm chart (hack/helmchart from the same
+#                             manifests as install.yaml), packaged by helm
+#   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle,
+#                                       its CSV naming the images by digest
 #   myoperator_V.oci.tar                the manager's image (manager and
 #                                       bootstrap), linux/amd64 and arm64,
 #                                       as an OCI image index
@@ -37,6 +40,7 @@ IMAGE_REPO=${IMAGE_REPO:-ghcr.io/example/myoperator}
 GUESTBOOK_IMG=${GUESTBOOK_IMG:-ghcr.io/example/myoperator-guestbook:v1.0.0}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 CYCLONEDX=${CYCLONEDX:?set CYCLONEDX to the cyclonedx-gomod binary (make dist builds it)}
+HELM=${HELM:?set HELM to the helm binary (make dist builds it)}
 images=${RELEASE_IMAGES:-1}
 commit=$(git rev-parse HEAD)
 dist=$root/dist
@@ -84,12 +88,13 @@ say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
 mkdir -p "$root/bin"
 overlay=$(mktemp -d "$root/bin/dist-overlay.XXXXXX")
 trap 'rm -rf "$overlay"' EXIT
-render() { # render BASE OUT
-  cat >"$overlay/kustomization.yaml" <<EOT
+render() { # render BASE OUT: BASE with this release's images, kept in $overlay/<base's name>
+  mkdir -p "$overlay/${1##*/}"
+  cat >"$overlay/${1##*/}/kustomization.yaml" <<EOT
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- ../../$1
+- ../../../$1
 images:
 - name: ghcr.io/example/myoperator
   newName: $IMAGE_REPO
@@ -103,7 +108,7 @@ patches:
       path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/guestbook/properties/image/default
       value: $guestbook_ref
 EOT
-  kubectl kustomize "$overlay" >"$2"
+  kubectl kustomize "$overlay/${1##*/}" >"$2"
 }
 render config/default "$dist/install.yaml"
 render config/certmanager-default "$dist/install-certmanager.yaml"
@@ -114,9 +119,22 @@ manager_ref=$IMAGE_REPO${manager_digest:+@$manager_digest}
 grep -q "default: $guestbook_ref\$" "$dist/install.yaml" || fail "install.yaml: the OperatorConfig CRD's guestbook.image default is not $guestbook_ref"
 grep -qx "$manager_ref" "$dist/images.txt" || fail "install.yaml does not name the manager's image $manager_ref: $(tr '\n' ' ' <"$dist/images.txt")"
 
+# The Helm chart: generated from the same overlay as install.yaml, so its
+# default values install exactly that, images by digest included.
+go run ./hack/helmchart -base "$overlay/default" -out "$overlay/chart/myoperator" -version "$version"
+HELM_CACHE_HOME=$overlay/helm HELM_CONFIG_HOME=$overlay/helm HELM_DATA_HOME=$overlay/helm \
+  "$HELM" package "$overlay/chart/myoperator" --destination "$dist" >/dev/null
+[ -f "$dist/myoperator-${version#v}.tgz" ] || fail "helm package wrote no myoperator-${version#v}.tgz"
+
 bundle=bundle/releases/$version
 [ -d "$bundle" ] || fail "$bundle missing: make bundle-release VERSION=${version#v} writes it"
-tar -czf "$dist/myoperator-bundle_$version.tar.gz" -C "$bundle" manifests metadata
+# The frozen bundle names the images by tag (it is written before they are
+# built); the published one names them as install.yaml does.
+cp -r "$bundle" "$overlay/bundle"
+csv=$(ls "$overlay"/bundle/manifests/*.clusterserviceversion.yaml)
+sed -i "s|$IMAGE_REPO:$version\b|$manager_ref|g; s|$GUESTBOOK_IMG\b|$guestbook_ref|g" "$csv"
+grep -q "image: $manager_ref\$" "$csv" || fail "the bundle's CSV does not name $manager_ref"
+tar -czf "$dist/myoperator-bundle_$version.tar.gz" -C "$overlay/bundle" manifests metadata
 
 (cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | sort | xargs sha256sum >SHA256SUMS)
 say "dist/ for $version ($(wc -l <"$dist/SHA256SUMS") files, SHA256SUMS):"

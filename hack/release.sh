@@ -13,10 +13,11 @@
 #    the final release lists them too.
 # 3. The image tag of config/manager and the Makefile's IMG default become
 #    vx.y.z; make bundle regenerates bundle/ (its CSV names the newest
-#    release) and make bundle-release writes bundle/releases/vx.y.z.
+#    release), make chart the Helm chart (its appVersion is the image's
+#    tag) and make bundle-release writes bundle/releases/vx.y.z.
 # 4. make dist VERSION=vx.y.z (hack/dist.sh): what the release publishes,
 #    in dist/: install.yaml and install-certmanager.yaml with every image
-#    by digest, the bundle, the images of both platforms as OCI archives,
+#    by digest, the Helm chart, the bundle, the images of both platforms as OCI archives,
 #    an SBOM of each binary and SHA256SUMS (RELEASE_IMAGES=0 builds no
 #    image and names them by tag).
 # 5. Prints what changed and the git commands that commit and tag it.
@@ -55,6 +56,10 @@ say "config/manager and the Makefile's IMG: image tag $previous -> $version"
 
 make --no-print-directory bundle >/dev/null
 say "bundle/: regenerated for $version"
+if make -n chart >/dev/null 2>&1; then
+  make --no-print-directory chart >/dev/null
+  say "charts/myoperator: regenerated for $version"
+fi
 if make -n bundle-release VERSION="${version#v}" >/dev/null 2>&1; then
   make --no-print-directory bundle-release VERSION="${version#v}"
 else
@@ -74,7 +79,7 @@ cat <<EOT
 
 Review the changes (git diff), then commit the record and tag the released commit:
 
-  git add RELEASES.md Makefile config/manager/kustomization.yaml bundle bundle.Dockerfile
+  git add RELEASES.md Makefile config/manager/kustomization.yaml bundle bundle.Dockerfile charts
   git commit -m "Release $version"
   git tag -a $version $head -m "myoperator $version"
 

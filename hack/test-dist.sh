@@ -7,7 +7,10 @@
 #   image's archive by digest, which the manager binary carries too;
 # - make release-push sends both archives to a registry on loopback
 #   (hack/registry serve), install.yaml then names the registry, and
-#   podman pulls each image from it by that digest, for every platform.
+#   podman pulls each image from it by that digest, for every platform;
+# - the Helm chart and the bundle's CSV name the same images as
+#   install.yaml, before and after the push, and helm template of the
+#   chart renders install.yaml's Deployment image.
 # Everything it starts listens on loopback and is stopped at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +20,7 @@ say() { echo "test-dist: $*"; }
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 version=$(go run ./hack/version -newest)
+HELM=${HELM:?set HELM to the helm binary (make test-dist builds it)}
 
 make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/test-dist.log" 2>&1 ||
   { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
@@ -34,6 +38,24 @@ grep -q "image: ghcr.io/example/myoperator@$mgr\$" dist/install.yaml || fail "in
 grep -q "default: ghcr.io/example/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD's guestbook.image default is not the archive's $gb"
 grep -aq "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" "bin/linux_$(go env GOARCH)/manager" || fail "the manager binary does not carry the Guestbook image $gb"
 say "install.yaml: manager @$mgr; Guestbook default :$gb_tag@$gb, also in the manager binary"
+
+# check_packages REPO: the chart's values and the bundle's CSV name the
+# manager as REPO/myoperator by digest, and the Guestbook's default by digest.
+chart=dist/myoperator-${version#v}.tgz
+check_packages() {
+  local values csv
+  values=$(tar -xzOf "$chart" myoperator/values.yaml)
+  grep -q "^  repository: $1/myoperator\$" <<<"$values" && grep -q "^  digest: \"$mgr\"\$" <<<"$values" ||
+    fail "$chart: values.yaml does not name $1/myoperator@$mgr"
+  [ "$(HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" | grep -c "image: $1/myoperator@$mgr\$")" = 2 ] ||
+    fail "helm template $chart does not name $1/myoperator@$mgr in both containers"
+  tar -xzOf "$chart" myoperator/templates/customresourcedefinition-operatorconfigs.operator.example.com.yaml | grep -q "default: $1/myoperator-guestbook:$gb_tag@$gb\$" ||
+    fail "$chart: the OperatorConfig CRD's guestbook.image default is not $1/myoperator-guestbook:$gb_tag@$gb"
+  csv=$(tar -xzOf "dist/myoperator-bundle_$version.tar.gz" manifests/myoperator.clusterserviceversion.yaml)
+  grep -q "image: $1/myoperator@$mgr\$" <<<"$csv" || fail "the bundle's CSV does not name $1/myoperator@$mgr"
+  say "chart and bundle name $1/myoperator@$mgr"
+}
+check_packages ghcr.io/example
 
 # A registry on loopback, and the release pushed to it.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -56,6 +78,7 @@ make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep
 grep -q "image: $to/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name $to/myoperator@$mgr after the push"
 grep -q "default: $to/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD default does not name the registry after the push"
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold after the push"
+check_packages "$to"
 
 # A real client pulls each image by digest, for every platform.
 for ref in "$to/myoperator@$mgr" "$to/myoperator-guestbook@$gb"; do

@@ -219,6 +219,10 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 		}
 	}
 	webhooks := webhookDefinitions(all)
+	related, err := relatedImages(all, image)
+	if err != nil {
+		return nil, err
+	}
 	examples, err := yaml.Marshal(objects(samples))
 	if err != nil {
 		return nil, err
@@ -256,6 +260,7 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 			},
 		},
 		"webhookdefinitions": webhooks,
+		"relatedImages":      related,
 	}
 	if r := g.Replaces(); r != "" {
 		spec["replaces"] = r
@@ -265,6 +270,33 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 		"kind":       "ClusterServiceVersion",
 		"metadata":   map[string]any{"name": g.Version.CSVName(), "annotations": annotations},
 		"spec":       spec,
+	}, nil
+}
+
+// relatedImages lists every image the operator runs, so that a
+// disconnected cluster's mirror (oc adm catalog mirror, opm) copies them:
+// the manager's, and the Guestbook pods' default, which the
+// OperatorConfig CRD writes into spec.guestbook.image.
+func relatedImages(all []*unstructured.Unstructured, manager string) ([]any, error) {
+	guestbook := ""
+	for _, crd := range manifests.OfKind(all, "CustomResourceDefinition") {
+		if crd.GetName() != "operatorconfigs.operator.example.com" {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			vm, _ := v.(map[string]any)
+			if img, ok, _ := unstructured.NestedString(vm, "schema", "openAPIV3Schema", "properties", "spec", "properties", "guestbook", "properties", "image", "default"); ok {
+				guestbook = img
+			}
+		}
+	}
+	if manager == "" || guestbook == "" {
+		return nil, fmt.Errorf("related images: the manager's %q or the Guestbook's default %q not found in config/default", manager, guestbook)
+	}
+	return []any{
+		map[string]any{"name": "manager", "image": manager},
+		map[string]any{"name": "guestbook", "image": guestbook},
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/hack/olmbundle"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
@@ -141,6 +142,16 @@ func TestBundleMatchesConfig(t *testing.T) {
 	}
 	if img := csv.GetAnnotations()["containerImage"]; img != wantContainers[0].(map[string]any)["image"] {
 		t.Errorf("containerImage %s differs from the Deployment's", img)
+	}
+	// relatedImages: the manager's image and the Guestbook's default, as
+	// config/default names them, so that a mirror copies both.
+	related, _, _ := unstructured.NestedSlice(csv.Object, "spec", "relatedImages")
+	wantRelated := []any{
+		map[string]any{"name": "manager", "image": wantContainers[0].(map[string]any)["image"]},
+		map[string]any{"name": "guestbook", "image": operatorv1alpha1.DefaultGuestbookImage},
+	}
+	if !reflect.DeepEqual(related, wantRelated) {
+		t.Errorf("relatedImages %v, want %v", related, wantRelated)
 	}
 
 	// RBAC: the same rules.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -111,8 +113,24 @@ func pushArchive(archive, imgName, tag, to string, opts []name.Option) (Pushed, 
 }
 
 // rewrite points every reference to an image of pushed under from at the
-// registry; a reference by digest must name the pushed digest.
+// registry, in the manifests and in the files of the chart and bundle
+// archives (.tgz, .tar.gz); a reference by digest must name the pushed
+// digest.
 func rewrite(dist, from, to string, pushed []Pushed) error {
+	replace := func(file, text string) (string, error) {
+		for _, p := range pushed {
+			old, now := from+"/"+p.Name, to+"/"+p.Name
+			// By tag, by digest, or bare at the end of a line (a
+			// chart's image.repository).
+			for _, suffix := range []string{"@", ":", "\n"} {
+				text = strings.ReplaceAll(text, old+suffix, now+suffix)
+			}
+			if strings.Contains(text, now+"@") && !strings.Contains(text, "@"+p.Digest.String()) {
+				return "", fmt.Errorf("%s names %s by another digest than the pushed %s", file, now, p.Digest)
+			}
+		}
+		return text, nil
+	}
 	for _, file := range rewritten {
 		path := filepath.Join(dist, file)
 		raw, err := os.ReadFile(path)
@@ -122,21 +140,81 @@ func rewrite(dist, from, to string, pushed []Pushed) error {
 		if err != nil {
 			return err
 		}
-		text := string(raw)
-		for _, p := range pushed {
-			old, now := from+"/"+p.Name, to+"/"+p.Name
-			for _, suffix := range []string{"@", ":"} {
-				text = strings.ReplaceAll(text, old+suffix, now+suffix)
-			}
-			if strings.Contains(text, now+"@") && !strings.Contains(text, "@"+p.Digest.String()) {
-				return fmt.Errorf("%s names %s by another digest than the pushed %s", file, now, p.Digest)
-			}
+		text, err := replace(file, string(raw))
+		if err != nil {
+			return err
 		}
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			return err
 		}
 	}
+	archives, err := filepath.Glob(filepath.Join(dist, "*.tgz"))
+	if err != nil {
+		return err
+	}
+	more, err := filepath.Glob(filepath.Join(dist, "*.tar.gz"))
+	if err != nil {
+		return err
+	}
+	for _, a := range append(archives, more...) {
+		if err := rewriteArchive(a, replace); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(a), err)
+		}
+	}
 	return nil
+}
+
+// rewriteArchive applies replace to every regular file of a gzipped tar,
+// keeping the entries' order, names and modes.
+func rewriteArchive(path string, replace func(file, text string) (string, error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		var body []byte
+		if h.Typeflag == tar.TypeReg {
+			raw, err := io.ReadAll(tr)
+			if err != nil {
+				return err
+			}
+			text, err := replace(h.Name, string(raw))
+			if err != nil {
+				return err
+			}
+			body = []byte(text)
+			h.Size = int64(len(body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := tw.Write(body); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, out.Bytes(), 0o644)
 }
 
 // writeSums writes SHA256SUMS for every other file of dist, as make dist

@@ -2,6 +2,9 @@ package main
 
 import (
 	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -55,9 +58,17 @@ func TestPush(t *testing.T) {
 		}
 	}
 
+	// A chart archive whose values name the image: rewritten inside.
+	values := "image:\n  repository: ghcr.io/example/myoperator\n  digest: " + digest.String() + "\n"
+	writeTarGz(t, filepath.Join(dist, "myoperator-9.9.9-rc.1.tgz"), map[string]string{"myoperator/values.yaml": values, "myoperator/Chart.yaml": "name: myoperator\n"})
+
 	pushed, err := Push(dist, "ghcr.io/example", to, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	chart := readTarGz(t, filepath.Join(dist, "myoperator-9.9.9-rc.1.tgz"))
+	if want := strings.ReplaceAll(values, "ghcr.io/example", to); chart["myoperator/values.yaml"] != want || chart["myoperator/Chart.yaml"] != "name: myoperator\n" {
+		t.Errorf("the chart after the push: %q, want values.yaml %q and Chart.yaml unchanged", chart, want)
 	}
 	want := to + "/myoperator:v9.9.9-rc.1@" + digest.String()
 	if len(pushed) != 1 || pushed[0].Reference != want {
@@ -83,7 +94,7 @@ func TestPush(t *testing.T) {
 	}
 	cmd := exec.Command("sha256sum", "-c", "SHA256SUMS")
 	cmd.Dir = dist
-	if out, err := cmd.CombinedOutput(); err != nil || strings.Count(string(out), ": OK") != 3 {
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Count(string(out), ": OK") != 4 {
 		t.Errorf("sha256sum -c: %v\n%s", err, out)
 	}
 }
@@ -150,5 +161,57 @@ func writeArchive(t *testing.T, path string, fill func(dir string)) {
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func writeTarGz(t *testing.T, path string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	for name, text := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []io.Closer{tw, zw, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readTarGz(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = string(b)
 	}
 }

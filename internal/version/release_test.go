@@ -34,12 +34,13 @@ func TestMakeRelease(t *testing.T) {
 	}
 	clone := filepath.Join(t.TempDir(), "repo")
 	mustRun(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
-	// make bundle needs controller-gen and make dist cyclonedx-gomod: the
-	// ones make built for the repository, where there are (make test
-	// builds them on a fresh machine, outside the network namespace).
+	// make bundle needs controller-gen and make dist cyclonedx-gomod and
+	// helm: the ones make built for the repository, where there are (make
+	// test builds them on a fresh machine, outside the network namespace).
 	gens, _ := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*"))
 	sboms, _ := filepath.Glob(filepath.Join(root, "bin", "cyclonedx-gomod-*"))
-	if gens = append(gens, sboms...); len(gens) > 0 {
+	helms, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
+	if gens = append(append(gens, sboms...), helms...); len(gens) > 0 {
 		if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -211,6 +212,14 @@ func checkDist(t *testing.T, clone string, v version.Semver) {
 	bundle := mustRun(t, dist, "tar", "-tzf", "myoperator-bundle_"+v.String()+".tar.gz")
 	if !strings.Contains(bundle, "manifests/myoperator.clusterserviceversion.yaml") || !strings.Contains(bundle, "metadata/annotations.yaml") {
 		t.Errorf("the bundle archive lacks the CSV or the annotations:\n%s", bundle)
+	}
+	// The chart: packaged by helm, versioned as the release, its default
+	// values naming the release's image.
+	chart := "myoperator-" + strings.TrimPrefix(v.String(), "v") + ".tgz"
+	values := mustRun(t, dist, "tar", "-xzOf", chart, "myoperator/values.yaml")
+	meta := mustRun(t, dist, "tar", "-xzOf", chart, "myoperator/Chart.yaml")
+	if !strings.Contains(values, "repository: ghcr.io/example/myoperator\n  tag: \""+v.String()+"\"") || !regexp.MustCompile(`(?m)^version: `+regexp.QuoteMeta(strings.TrimPrefix(v.String(), "v"))+`$`).MatchString(meta) {
+		t.Errorf("dist/%s: values.yaml or Chart.yaml do not name %s:\n%s\n%s", chart, v, meta, values)
 	}
 	sboms, _ := filepath.Glob(filepath.Join(dist, "sbom", "*.cdx.json"))
 	if len(sboms) != 3 {
