@@ -264,24 +264,38 @@ E2E_KUBECONFIG ?=
 E2E_NODE ?= kwok
 E2E_NETNS ?= $(if $(filter real,$(E2E_NODE)),myoperator-node,$(NETNS))
 E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
+# How the suite installs the operator on the cluster it creates: kustomize
+# (kubectl apply -k config/default, the image built from the tree), or from
+# make dist's files: manifest (kubectl apply -f install.yaml) or helm (helm
+# install of the chart), their images pushed to a registry on loopback and
+# pulled from it by digest; those two run the install features only.
+E2E_INSTALL ?= kustomize
 
 .PHONY: test-e2e
-test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
+test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) $(HELM) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
 	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
+	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/registry, its own module), built here, outside the namespace.
+	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/registry build -o $(BIN)/registry .)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
+
+.PHONY: test-e2e-install-ways
+test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again).
+	$(MAKE) --no-print-directory dist VERSION=$$(go run ./hack/version -newest) RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
+	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest
+	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm
 
 .PHONY: test-e2e-real
 test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default; not in make ci (docs/REAL-NODE.md).
 	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci
-ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart).
+ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e test-e2e-install-ways ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart).
 
 ##@ Kubernetes binaries and local cluster
 

@@ -113,13 +113,20 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 }
 
 // DefaultConfig is the OperatorConfig the initContainer creates: every field
-// spelled out with its default, so that users see what they can change.
+// spelled out with its default, so that users see what they can change,
+// except the Guestbook image. That one the API server fills from the CRD's
+// schema default, because the install's manifests can name another image
+// than the one compiled in: a release writes its Guestbook image by digest
+// into the CRD, and make release-push points it at the registry the images
+// went to, which no binary built before the push can know.
 func DefaultConfig() *operatorv1alpha1.OperatorConfig {
+	spec := operatorv1alpha1.DefaultSpec()
+	spec.Guestbook.Image = ""
 	return &operatorv1alpha1.OperatorConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName},
 		// The one place the defaults are written (a test compares it with
 		// the CRD's schema defaults).
-		Spec: operatorv1alpha1.DefaultSpec(),
+		Spec: spec,
 	}
 }
 

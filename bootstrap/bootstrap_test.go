@@ -18,7 +18,13 @@ import (
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
-// buildBootstrap builds the initContainer binary, as the image ships it.
+// otherImage is compiled into the test's bootstrap binary as the Guestbook
+// default, as make dist stamps a release's: the created OperatorConfig
+// must name the CRD's default instead.
+const otherImage = "registry.invalid/compiled-in:v0"
+
+// buildBootstrap builds the initContainer binary, as the image ships it,
+// with otherImage as its compiled-in Guestbook default.
 func buildBootstrap(t *testing.T) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
@@ -26,7 +32,7 @@ func buildBootstrap(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-o", bin, "./initcontainer")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/example/myoperator/apis/operator/v1alpha1.DefaultGuestbookImage="+otherImage, "-o", bin, "./initcontainer")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./initcontainer: %v\n%s", err, out)
@@ -71,6 +77,11 @@ func TestBootstrapCreatesOnceAndNeverOverwrites(t *testing.T) {
 	if first.Spec.Drinks.DefaultSize != "Medium" || first.Spec.ManagementState != operatorv1alpha1.Managed ||
 		first.Spec.Guestbook.Namespace != "guestbook" || first.Spec.LogLevel != operatorv1alpha1.LogInfo {
 		t.Errorf("created spec %+v, want the defaults", first.Spec)
+	}
+	// The Guestbook image is the CRD's default (the one the install's
+	// manifests name), not the binary's.
+	if first.Spec.Guestbook.Image != operatorv1alpha1.DefaultGuestbookImage {
+		t.Errorf("created spec.guestbook.image %q, want the CRD's default %q (the binary's is %q)", first.Spec.Guestbook.Image, operatorv1alpha1.DefaultGuestbookImage, otherImage)
 	}
 
 	out, err = runBootstrap(t, bin, env)

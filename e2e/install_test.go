@@ -97,11 +97,21 @@ func installAndBootstrap() features.Feature {
 				}
 				t.Errorf("managers of the main resource %v, want only the bootstrap binary (myoperator-bootstrap)", specManagers)
 			}
+			// The Guestbook image is the CRD's default, which a release's
+			// files name by digest in the registry they were pushed to.
+			image, err := kubectl(cfg, "get", "crd", "operatorconfigs.operator.example.com", "-o",
+				"jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.guestbook.properties.image.default}")
+			if err != nil || image == "" {
+				t.Fatalf("the OperatorConfig CRD's guestbook.image default: %v: %q", err, image)
+			}
+			if mode.install != installKustomize && !strings.HasPrefix(image, release.registry+"/") {
+				t.Errorf("the CRD's guestbook.image default %q is not in the registry the release was pushed to (%s)", image, release.registry)
+			}
 			s := oc.Spec
 			if s.ManagementState != operatorv1alpha1.DefaultManagementState || s.LogLevel != operatorv1alpha1.DefaultLogLevel ||
 				s.Drinks.DefaultSize != operatorv1alpha1.DefaultDrinkSize || s.Guestbook.Namespace != operatorv1alpha1.DefaultGuestbookNamespace ||
-				s.Guestbook.Image != operatorv1alpha1.DefaultGuestbookImage {
-				t.Errorf("spec %+v is not the defaults", s)
+				s.Guestbook.Image != image {
+				t.Errorf("spec %+v is not the defaults (Guestbook image %s)", s, image)
 			}
 			return ctx
 		}).
@@ -113,6 +123,8 @@ func installAndBootstrap() features.Feature {
 		}).
 		Assess("every webhook and the Drink conversion name the webhook Service, with the injected CA", assessWebhookWiring).
 		Assess("the API server's webhook calls reach only Ready pods (per-pod counters, a replica held not Ready)", assessReadyEndpointsOnly).
+		Assess("the operator's image pulled from the loopback registry by digest (E2E_INSTALL=manifest, helm)", assessPulledFromRegistry).
+		Assess("the samples (config/samples, but the OperatorConfig) Ready: three Drinks and the Guestbook", assessSamplesReady).
 		Feature()
 }
 

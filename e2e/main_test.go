@@ -117,14 +117,18 @@ func TestMain(m *testing.M) {
 		)
 	case mode.created():
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
+		image := step("operator image (podman build)", buildImage)
+		if mode.install != installKustomize {
+			image = step("release files (dist/) pushed to a registry on loopback (bin/registry push, as make release-push)", publishRelease)
+		}
 		suite.Setup(
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
 			step("kwok cluster (aggregator routing; operator pods made Ready by the pod runner's probe)", createCluster(bin)),
 			step("clients", makeClients),
 			step("fake nodes", addNodes(3)),
-			step("operator image (podman build)", buildImage),
+			image,
 			step("pod runner (each pod at its pod IP)", startRunner),
-			step("install (kubectl apply -k config/default, the production manifests)", install),
+			step("install ("+installDescription()+")", install),
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
 		)
 	default:
@@ -156,6 +160,7 @@ func TestMain(m *testing.M) {
 	finish := []env.Func{
 		step("collect logs on failure", collectLogs),
 		step("stop the operator's containers", stopOperator),
+		stopRegistry,
 	}
 	switch {
 	case !mode.created():
@@ -345,7 +350,7 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	var err error
 	runner, err = podrunner.New(podrunner.Config{
 		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
-		Dir: logDir, ContainerPrefix: "e2e-", PodIPs: true, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+		Dir: logDir, ContainerPrefix: "e2e-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return ctx, err
@@ -364,6 +369,9 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 // apply -k config/default; on an existing one with make deploy
 // (deployArgs), as a user would.
 func install(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	if mode.created() && mode.install != installKustomize {
+		return installRelease(ctx, cfg)
+	}
 	if mode.created() {
 		return kubectlStep("apply", "--server-side", "-k", filepath.Join(root, installedConfig()))(ctx, cfg)
 	}

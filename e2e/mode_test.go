@@ -42,6 +42,10 @@ type suiteMode struct {
 	// kwok nodes, and the operator goes in as config/default, the
 	// production manifests, its pods run by the kubelet.
 	realNode bool
+	// install (E2E_INSTALL) is how the suite installs the operator on the
+	// cluster it creates: kustomize (the default), manifest or helm
+	// (installways_test.go).
+	install string
 }
 
 // mode is set by TestMain before any feature runs.
@@ -71,6 +75,16 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 	}
 	if m.kubeconfig == "" {
 		m.kubeconfig = os.Getenv("E2E_KUBECONFIG")
+	}
+	switch m.install = os.Getenv("E2E_INSTALL"); m.install {
+	case "":
+		m.install = installKustomize
+	case installKustomize, installManifest, installHelm:
+	default:
+		return m, fmt.Errorf("E2E_INSTALL=%q: want kustomize (the default), manifest or helm", m.install)
+	}
+	if m.install != installKustomize && !m.created() {
+		return m, fmt.Errorf("E2E_INSTALL=%s installs a release's files on the cluster the suite creates; on an existing cluster the suite installs with make deploy", m.install)
 	}
 	if n := os.Getenv("E2E_FAKE_NODES"); n != "" {
 		if _, err := fmt.Sscan(n, &m.fakeNodes); err != nil || m.fakeNodes < 0 {
@@ -106,10 +120,10 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 
 func (m suiteMode) String() string {
 	if m.realNode {
-		return "the cluster the suite creates with one real node, E2E_NODE=real (containerd, kubelet, kube-proxy from hack/node/node.sh; operator installed with kubectl apply -k config/default, the production manifests; its pods run by the kubelet)"
+		return "the cluster the suite creates with one real node, E2E_NODE=real (containerd, kubelet, kube-proxy from hack/node/node.sh; operator installed with " + installDescription() + "; its pods run by the kubelet)"
 	}
 	if m.created() {
-		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with kubectl apply -k config/default, the production manifests; its pods run by the suite under podman, each at its pod IP, where the API server calls the webhook Service's ready endpoints: aggregator routing, as kwok nodes run no kube-proxy)"
+		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with " + installDescription() + "; its pods run by the suite under podman, each at its pod IP, where the API server calls the webhook Service's ready endpoints: aggregator routing, as kwok nodes run no kube-proxy)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "existing cluster %s (", m.kubeconfig)
@@ -209,7 +223,7 @@ type featureResult struct{ name, state, reason string }
 func runFeature(t *testing.T, f features.Feature, needs ...string) {
 	t.Helper()
 	var unmet []string
-	for _, why := range needs {
+	for _, why := range append(needs, installOnly(f)) {
 		if why != "" {
 			unmet = append(unmet, why)
 		}

@@ -62,3 +62,11 @@ func TestUninstallAndReinstall(t *testing.T) {
 		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
 		reinstalls())
 }
+
+func TestHelmLifecycle(t *testing.T) {
+	why := ""
+	if mode.install != installHelm {
+		why = "it upgrades and uninstalls the helm release the suite installs with E2E_INSTALL=helm"
+	}
+	runFeature(t, helmLifecycle(), why)
+}

@@ -67,6 +67,12 @@ type Config struct {
 	// loopback device, serving its container ports there (podAddress):
 	// what lets a Service's endpoints answer. The runner must run as root.
 	PodIPs bool
+	// PullFrom, when set, is a registry (host:port) on loopback that
+	// serves over plain HTTP: images under it are pulled at every
+	// container start (even when podman's store has the same layers, so
+	// that the registry is asked each time); every other image must be in
+	// podman's store already (never pulled).
+	PullFrom string
 	// Logf reports what happens to pods and containers (log.Printf when
 	// nil). Container output goes to LogFile, not here.
 	Logf func(format string, args ...any)
@@ -504,8 +510,12 @@ func (r *Runner) runContainer(rp *runningPod, c *corev1.Container, mounts []stri
 // arguments: what a kubelet would give the container runtime.
 func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mounts []string) ([]string, error) {
 	p := rp.pod
-	args := Podman("run", "--rm", "--replace", "--name", name, "--hostname", p.Name,
-		"--network", "host", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
+	pull := []string{"--pull", "never"}
+	if r.cfg.PullFrom != "" && strings.HasPrefix(c.Image, r.cfg.PullFrom+"/") {
+		pull = []string{"--pull", "always", "--tls-verify=false"}
+	}
+	args := Podman(append([]string{"run", "--rm", "--replace", "--name", name, "--hostname", p.Name,
+		"--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}, pull...)...)
 	user, err := runAsUser(p, c)
 	if err != nil {
 		return nil, err

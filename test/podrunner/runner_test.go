@@ -52,12 +52,26 @@ func TestPodmanRun(t *testing.T) {
 		"--name demo-pod-a-manager", "--user 65532:65532", "--read-only", "--security-opt no-new-privileges", "--cap-drop all",
 		"--env KUBERNETES_SERVICE_HOST=127.0.0.1", "--env KUBERNETES_SERVICE_PORT=32766", "--env POD_NAMESPACE=ns", "--env MEMORY_LIMIT=268435456", "--env MEMORY_MI=64",
 		"--mount type=tmpfs,destination=/tmp", `--entrypoint ["/manager"]`,
-		"img:1 --leader-elect --health-probe-bind-address=:31201 --webhook-port=31200 --other=8081x",
+		"img:1 --leader-elect --health-probe-bind-address=:31201 --webhook-port=31200 --other=8081x", "--pull never",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("podman run lacks %q:\n%s", want, got)
 		}
 	}
+	// Images of the loopback registry are pulled over plain HTTP; others
+	// never.
+	r.cfg.PullFrom = "127.0.0.1:5000"
+	for image, want := range map[string]string{"127.0.0.1:5000/release/myoperator@sha256:00": "--pull always --tls-verify=false", "img:1": "--pull never"} {
+		c.Image = image
+		args, err := r.podmanRun(rp, &c, "x", []string{"tmp\x00type=tmpfs,destination={{path}}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(args, " "); !strings.Contains(got, want) || strings.Count(got, "--pull") != 1 {
+			t.Errorf("%s: podman run lacks %q:\n%s", image, want, got)
+		}
+	}
+	c.Image = "img:1"
 
 	p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
 	if _, err := r.podmanRun(rp, &c, "x", nil); err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {

@@ -1,0 +1,347 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/test/framework/testenv"
+)
+
+// The ways a user installs a release (E2E_INSTALL), on the cluster the
+// suite creates:
+//   - kustomize (the default): kubectl apply -k config/default, with the
+//     image the suite builds from the tree;
+//   - manifest: kubectl apply -f install.yaml from make dist, its images
+//     pushed to a registry on loopback and pulled from it by digest;
+//   - helm: helm install of make dist's chart, pushed the same way.
+//
+// The last two take the release's files from dist/ (make
+// test-e2e-install-ways runs make dist first) and run the install
+// features only (area=install, area=helm); make ci runs each once.
+const (
+	installKustomize = "kustomize"
+	installManifest  = "manifest"
+	installHelm      = "helm"
+	// helmRelease is the release name the suite installs the chart as, and
+	// helmNamespace where Helm keeps its record of it: a namespace that
+	// exists before the install, since the chart creates
+	// myoperator-system itself, with its Pod Security labels
+	// (docs/install.md).
+	helmRelease   = "myoperator"
+	helmNamespace = "default"
+)
+
+// release is the copy of dist/ the suite pushed to its registry.
+var release struct {
+	dir      string // the copy, its manifests pointing at the registry
+	registry string // host:port on loopback
+	stop     func()
+}
+
+// installDescription says how the suite installs, for the logs.
+func installDescription() string {
+	switch mode.install {
+	case installManifest:
+		return "kubectl apply -f install.yaml of make dist, images pulled by digest from a loopback registry"
+	case installHelm:
+		return "helm install of make dist's chart, images pulled by digest from a loopback registry"
+	}
+	return "kubectl apply -k " + installedConfig() + ", the production manifests"
+}
+
+// installOnly is the reason the features other than the install ones are
+// skipped when the suite installs from the release's files.
+func installOnly(f features.Feature) string {
+	if mode.install == installKustomize {
+		return ""
+	}
+	for _, a := range f.Labels()["area"] {
+		if a == "install" || a == "helm" {
+			return ""
+		}
+	}
+	return "E2E_INSTALL=" + mode.install + " runs the install features only (area=install, area=helm); the others run with kustomize"
+}
+
+// publishRelease copies dist/ (so that dist/ itself stays as make dist
+// wrote it), serves a registry on loopback and pushes the release's images
+// to it with the project's push (bin/registry push, what make
+// release-push runs), which points the copy's manifests, chart and bundle
+// at it.
+func publishRelease(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	dist := filepath.Join(root, "dist")
+	if _, err := os.Stat(filepath.Join(dist, "install.yaml")); err != nil {
+		return ctx, fmt.Errorf("dist/install.yaml: %w (E2E_INSTALL=%s installs make dist's files: make test-e2e-install-ways runs make dist first)", err, mode.install)
+	}
+	release.dir = filepath.Join(root, "bin", "e2e-dist")
+	if err := os.RemoveAll(release.dir); err != nil {
+		return ctx, err
+	}
+	if out, err := exec.Command("cp", "-r", dist, release.dir).CombinedOutput(); err != nil {
+		return ctx, fmt.Errorf("copying dist/: %w: %s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ctx, err
+	}
+	release.registry = l.Addr().String()
+	_ = l.Close()
+	bin := filepath.Join(root, "bin", "registry")
+	logFile, err := os.Create(filepath.Join(root, "bin", "e2e-registry.log"))
+	if err != nil {
+		return ctx, err
+	}
+	srv := exec.Command(bin, "serve", "-addr", release.registry)
+	srv.Stdout, srv.Stderr = logFile, logFile
+	if err := srv.Start(); err != nil {
+		return ctx, fmt.Errorf("%s serve (make test-e2e builds it): %w", bin, err)
+	}
+	release.stop = func() { _ = srv.Process.Kill(); _ = srv.Wait(); _ = logFile.Close() }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + release.registry + "/v2/")
+		if err == nil {
+			_ = resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return ctx, fmt.Errorf("the registry on %s does not answer: %w", release.registry, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := exec.Command(bin, "push", "-to", release.registry+"/release", "-insecure", "-from", "ghcr.io/example", release.dir).CombinedOutput()
+	if err != nil {
+		return ctx, fmt.Errorf("registry push: %w: %s", err, out)
+	}
+	fmt.Printf("e2e: %s", indent(string(out)))
+	return ctx, nil
+}
+
+func stopRegistry(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if release.stop != nil {
+		release.stop()
+	}
+	return ctx, nil
+}
+
+// assessPulledFromRegistry: the operator's pods pulled their image from the
+// loopback registry by the digest install.yaml names (the registry's log).
+func assessPulledFromRegistry(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	if mode.install == installKustomize {
+		skip(t, "the kustomize install runs the image the suite built; E2E_INSTALL=manifest and helm pull the release's")
+	}
+	dep := &appsv1.Deployment{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, dep); err != nil {
+		t.Fatal(err)
+	}
+	image := dep.Spec.Template.Spec.Containers[0].Image
+	repo, digest, ok := strings.Cut(image, "@")
+	if !ok || !strings.HasPrefix(repo, release.registry+"/") {
+		t.Fatalf("the Deployment's image %s is not in the loopback registry %s by digest", image, release.registry)
+	}
+	log, err := os.ReadFile(filepath.Join(root, "bin", "e2e-registry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GET /v2/" + strings.TrimPrefix(repo, release.registry+"/") + "/manifests/" + digest
+	if n := strings.Count(string(log), want); n == 0 {
+		t.Errorf("the registry's log has no %q: the image was not pulled from it", want)
+	} else {
+		fmt.Printf("e2e: the registry served %s %d times (one per container start)\n", image, n)
+	}
+	return ctx
+}
+
+// releaseChart is the chart archive of the release copy.
+func releaseChart() (string, error) {
+	charts, err := filepath.Glob(filepath.Join(release.dir, "myoperator-*.tgz"))
+	if err != nil {
+		return "", err
+	}
+	if len(charts) != 1 {
+		return "", fmt.Errorf("dist/ holds %d charts %v, want one", len(charts), charts)
+	}
+	return charts[0], nil
+}
+
+// helm runs the helm binary make test-e2e builds (HELM) against the
+// suite's cluster, its own folders kept under bin/.
+func helm(cfg *envconf.Config, args ...string) (string, error) {
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		return "", fmt.Errorf("HELM is not set: make test-e2e sets it to the helm it builds")
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
+	home := filepath.Join(root, "bin", ".helm")
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// installRelease installs the release's files the way mode.install says.
+func installRelease(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	switch mode.install {
+	case installManifest:
+		return kubectlStep("apply", "--server-side", "-f", filepath.Join(release.dir, "install.yaml"))(ctx, cfg)
+	case installHelm:
+		chart, err := releaseChart()
+		if err != nil {
+			return ctx, err
+		}
+		if out, err := helm(cfg, "install", helmRelease, chart, "--namespace", helmNamespace); err != nil {
+			return ctx, fmt.Errorf("helm install: %w: %s", err, out)
+		}
+	}
+	return ctx, nil
+}
+
+// assessSamplesReady applies config/samples, the OperatorConfig left out
+// (the suite's checks of the bootstrap's one come first, and applying it
+// would make kubectl one of its managers), and waits until each Drink and
+// the Guestbook are Ready; then removes them.
+func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*_*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), "operatorconfig") {
+			continue
+		}
+		if out, err := kubectl(cfg, "apply", "-n", "default", "-f", f); err != nil {
+			t.Fatalf("kubectl apply -f %s: %v: %s", f, err, out)
+		}
+		applied = append(applied, f)
+	}
+	defer func() {
+		for _, f := range applied {
+			cleanUp(t, cfg, "-n", "default", "--ignore-not-found", "--timeout=2m", "-f", f)
+		}
+	}()
+	for _, d := range []string{"drink-sample-v1alpha1", "drink-sample-v1beta1", "drink-sample-v1"} {
+		conditionTrueWithin("drinks.example.com", "default", d, "Ready", 90*time.Second)(ctx, t, cfg)
+	}
+	conditionTrueWithin("guestbooks.webapp.my.domain", "", "guestbook-sample", "Ready", 3*time.Minute)(ctx, t, cfg)
+	return ctx
+}
+
+// helmLifecycle: with the chart installed (E2E_INSTALL=helm), helm upgrade
+// with a changed value rolls the manager out and keeps the Drinks; helm
+// uninstall removes the operator but keeps the CRDs, the Drinks and the
+// operand namespace; helm install again adopts what was kept and the
+// operator reconciles the Drinks again.
+func helmLifecycle() features.Feature {
+	key := client.ObjectKey{Namespace: "default", Name: "e2e-helm-drink"}
+	return features.New("helm upgrade, uninstall and install again").WithLabel("area", "helm").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			d := &drinksv1.Drink{}
+			d.Name, d.Namespace = key.Name, key.Namespace
+			d.Spec.DisplayName, d.Spec.Beverage, d.Spec.Size = "Helm", "tea", "Small"
+			if err := kc.Create(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			conditionTrueWithin("drinks.example.com", key.Namespace, key.Name, "Ready", 90*time.Second)(ctx, t, cfg)
+			return ctx
+		}).
+		Assess("helm upgrade with a pod annotation rolls the manager out", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			chart, err := releaseChart()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := helm(cfg, "upgrade", helmRelease, chart, "--namespace", helmNamespace, "--reuse-values", "--set", "podAnnotations.e2e/upgraded=yes"); err != nil {
+				t.Fatalf("helm upgrade: %v: %s", err, out)
+			}
+			dep := &appsv1.Deployment{}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, dep); err != nil {
+				t.Fatal(err)
+			}
+			if dep.Spec.Template.Annotations["e2e/upgraded"] != "yes" {
+				t.Errorf("pod template annotations after helm upgrade: %v", dep.Spec.Template.Annotations)
+			}
+			if out, err := kubectl(cfg, "rollout", "status", "-n", operatorNS, "deployment/"+operatorDeployment, "--timeout=3m"); err != nil {
+				t.Fatalf("kubectl rollout status: %v: %s", err, out)
+			}
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			out, err := helm(cfg, "history", helmRelease, "--namespace", helmNamespace)
+			if err != nil || !strings.Contains(strings.ToLower(out), "upgrade complete") {
+				t.Errorf("helm history: %v\n%s", err, out)
+			}
+			conditionTrueWithin("drinks.example.com", key.Namespace, key.Name, "Ready", 90*time.Second)(ctx, t, cfg)
+			return ctx
+		}).
+		Assess("helm uninstall keeps the CRDs, the Drinks and the operand namespace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if out, err := helm(cfg, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "3m"); err != nil {
+				t.Fatalf("helm uninstall: %v: %s", err, out)
+			}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the manager's Deployment after helm uninstall: %v, want it gone", err)
+			}
+			for _, crd := range operatorCRDs {
+				if out, err := kubectl(cfg, "get", "crd", crd, "-o", "name"); err != nil {
+					t.Errorf("CRD %s after helm uninstall: %v: %s", crd, err, out)
+				}
+			}
+			if err := kc.Get(ctx, key, &drinksv1.Drink{}); err != nil {
+				t.Errorf("Drink %s after helm uninstall: %v", key, err)
+			}
+			if err := kc.Get(ctx, client.ObjectKey{Name: "guestbook"}, &corev1.Namespace{}); err != nil {
+				t.Errorf("operand namespace after helm uninstall: %v", err)
+			}
+			return ctx
+		}).
+		Assess("helm install again adopts what was kept; the Drinks reconcile", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if _, err := installRelease(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// A change the new operator must act on: the Drink's size.
+			d := &drinksv1.Drink{}
+			if err := kc.Get(ctx, key, d); err != nil {
+				t.Fatal(err)
+			}
+			d.Spec.Size = "Large"
+			if err := kc.Update(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 90*time.Second, func() string {
+				got := &drinksv1.Drink{}
+				if err := kc.Get(ctx, key, got); err != nil {
+					return err.Error()
+				}
+				if got.Status.ObservedGeneration != got.Generation {
+					return fmt.Sprintf("status.observedGeneration %d, generation %d", got.Status.ObservedGeneration, got.Generation)
+				}
+				return ""
+			})
+			conditionTrueWithin("drinks.example.com", key.Namespace, key.Name, "Ready", 30*time.Second)(ctx, t, cfg)
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cleanUp(t, cfg, "drinks.example.com", key.Name, "-n", key.Namespace, "--ignore-not-found")
+			return ctx
+		}).
+		Feature()
+}
