@@ -270,6 +270,8 @@ E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
 # install of the chart), their images pushed to a registry on loopback and
 # pulled from it by digest; those two run the install features only.
 E2E_INSTALL ?= kustomize
+# The stable window after each helm upgrade of make test-e2e-install-ways.
+E2E_HELM_STABLE_FOR ?= 30s
 
 .PHONY: test-e2e
 test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) $(HELM) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
@@ -279,16 +281,19 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
 	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/registry, its own module), built here, outside the namespace.
 	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/registry build -o $(BIN)/registry .)
+	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
+	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
 	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
 
 .PHONY: test-e2e-install-ways
-test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again).
+test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
 	$(MAKE) --no-print-directory dist VERSION=$$(go run ./hack/version -newest) RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
 	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest
-	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm
+	@# The helm run's two upgrades keep their stable window short: area=upgrade holds the same operator still for two minutes.
+	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm
 
 .PHONY: test-e2e-real
 test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default; not in make ci (docs/REAL-NODE.md).

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -157,15 +158,8 @@ func assessPulledFromRegistry(ctx context.Context, t *testing.T, _ *envconf.Conf
 	if !ok || !strings.HasPrefix(repo, release.registry+"/") {
 		t.Fatalf("the Deployment's image %s is not in the loopback registry %s by digest", image, release.registry)
 	}
-	log, err := os.ReadFile(filepath.Join(root, "bin", "e2e-registry.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "GET /v2/" + strings.TrimPrefix(repo, release.registry+"/") + "/manifests/" + digest
-	if n := strings.Count(string(log), want); n == 0 {
-		t.Errorf("the registry's log has no %q: the image was not pulled from it", want)
-	} else {
-		fmt.Printf("e2e: the registry served %s %d times (one per container start)\n", image, n)
+	if !registryServed(t, strings.TrimPrefix(repo, release.registry+"/"), digest) {
+		t.Errorf("the registry's log has no GET of %s: the image was not pulled from it", image)
 	}
 	return ctx
 }
@@ -241,7 +235,34 @@ func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 		conditionTrueWithin("drinks.example.com", "default", d, "Ready", 90*time.Second)(ctx, t, cfg)
 	}
 	conditionTrueWithin("guestbooks.webapp.my.domain", "", "guestbook-sample", "Ready", 3*time.Minute)(ctx, t, cfg)
+	if mode.realNode && mode.install != installKustomize {
+		// The kubelet ran the Guestbook's pods from the image the CRD's
+		// default names, pulled by containerd from the loopback registry.
+		oc := &operatorv1alpha1.OperatorConfig{}
+		if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+			t.Fatal(err)
+		}
+		repo, digest, _ := strings.Cut(oc.Spec.Guestbook.Image, "@")
+		if name, ok := strings.CutPrefix(repo, release.registry+"/"); !ok || digest == "" || !registryServed(t, name, digest) {
+			t.Errorf("the Guestbook image %s was not pulled from the loopback registry by digest", oc.Spec.Guestbook.Image)
+		}
+	}
 	return ctx
+}
+
+// registryServed says whether the loopback registry's log has a GET of
+// the manifest name@digest (the repository's name without the registry,
+// and its tag if any).
+func registryServed(t *testing.T, name, digest string) bool {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(root, "bin", "e2e-registry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _, _ = strings.Cut(name, ":")
+	n := strings.Count(string(log), "GET /v2/"+name+"/manifests/"+digest)
+	fmt.Printf("e2e: the registry served %s@%s %d times\n", name, digest, n)
+	return n > 0
 }
 
 // helmLifecycle: with the chart installed (E2E_INSTALL=helm), helm upgrade
@@ -344,4 +365,129 @@ func helmLifecycle() features.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// previousChart is the chart hack/helmchart makes from the previous
+// release's tree (its config/), as a chart of that release would have
+// been, with the release's image under the suite's name for it.
+func previousChart(p previousRelease) (chart string, set []string, err error) {
+	chart = filepath.Join(root, "bin", "releases", "charts", p.version, "myoperator")
+	out, err := exec.Command(filepath.Join(root, "bin", "helmchart"), "-config", filepath.Join(p.dir, "config"), "-out", chart, "-version", p.version).CombinedOutput()
+	if err != nil {
+		return "", nil, fmt.Errorf("bin/helmchart on %s's tree (make test-e2e builds it): %w: %s", p.version, err, out)
+	}
+	repo, tag, _ := strings.Cut(p.image(), ":")
+	return chart, []string{"image.repository=" + repo, "image.tag=" + tag}, nil
+}
+
+// helmUpgrade: this release's chart replaces the previous release under the
+// upgrade feature's load (a client that never retries, writing Drinks
+// through every version) and its checks (no failed request, operands kept
+// and rewritten only as announced, no Guestbook failover, then a stable
+// window), twice: over the previous release installed with kubectl apply
+// -k and adopted as docs/install.md says (annotate, label, helm install),
+// and, after helm uninstall kept the CRDs and the fixture, over the
+// previous release installed from the chart the generator makes from its
+// tree (helm upgrade).
+func helmUpgrade() features.Feature {
+	var prev previousRelease
+	fx := &releaseFixture{}
+	upgradeTo := func(cfg *envconf.Config, verb string) func() (string, error) {
+		return func() (string, error) {
+			chart, err := releaseChart()
+			if err != nil {
+				return "", err
+			}
+			args := []string{verb, helmRelease, chart, "--namespace", helmNamespace}
+			switch verb {
+			case "upgrade":
+				args = append(args, "--reset-values")
+			case "install":
+				// Adopting: the objects' fields belong to kubectl's
+				// server-side apply until Helm's takes them.
+				args = append(args, "--force-conflicts")
+			}
+			return helm(cfg, args...)
+		}
+	}
+	return features.New("helm adopting the previous release's kustomize install, and helm upgrade from its chart, under load").WithLabel("area", "helm").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			var err error
+			if prev, err = preparePreviousRelease(); err != nil {
+				t.Fatal(err)
+			}
+			fx.previous = prev.version
+			if out, err := helm(cfg, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "3m"); err != nil {
+				t.Fatalf("helm uninstall: %v: %s", err, out)
+			}
+			uninstall(t, cfg)
+			return ctx
+		}).
+		Assess("the previous release's kustomize install adopted by helm install under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
+				t.Fatalf("installing %s: %v: %s", prev.version, err, out)
+			}
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+				t.Fatalf("%s: %v", prev.version, err)
+			}
+			setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
+			fx.create(ctx, t, cfg)
+			// docs/install.md, "Moving a kustomize install to Helm".
+			rendered, err := exec.Command("kubectl", "kustomize", prev.config()).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"annotate", "-f", "-", "--overwrite", "meta.helm.sh/release-name=" + helmRelease, "meta.helm.sh/release-namespace=" + helmNamespace},
+				{"label", "-f", "-", "--overwrite", "app.kubernetes.io/managed-by=Helm"},
+			} {
+				cmd := exec.Command("kubectl", append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
+				cmd.Stdin = strings.NewReader(string(rendered))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("kubectl %s: %v: %s", args[0], err, out)
+				}
+			}
+			rolloutUnderLoad(ctx, t, fx, "helm install adopting "+prev.version+"'s kustomize install", upgradeTo(cfg, "install"))
+			return ctx
+		}).
+		Assess("helm upgrade from the previous release's chart under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The CRDs, Drinks and Guestbook stay through helm uninstall;
+			// the previous release's chart takes them over again.
+			if out, err := helm(cfg, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "3m"); err != nil {
+				t.Fatalf("helm uninstall: %v: %s", err, out)
+			}
+			chart, set, err := previousChart(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"install", helmRelease, chart, "--namespace", helmNamespace}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			if out, err := helm(cfg, args...); err != nil {
+				t.Fatalf("helm install of %s's chart: %v: %s", prev.version, err, out)
+			}
+			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+				t.Fatalf("%s: %v", prev.version, err)
+			}
+			waitSettled(ctx, t, 2*time.Minute)
+			rolloutUnderLoad(ctx, t, fx, "helm upgrade from "+prev.version+"'s chart", upgradeTo(cfg, "upgrade"))
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cleanUp(t, cfg, "namespace", releaseNS, releaseLoadNS, "--ignore-not-found")
+			return ctx
+		}).
+		Feature()
+}
+
+// setGuestbookImageAsReleasesAsk does what the release record asks before
+// an upgrade from a release whose default Guestbook image served no
+// readiness endpoint: the Guestbook server as guestbook.image.
+func setGuestbookImageAsReleasesAsk(ctx context.Context, t *testing.T, cfg *envconf.Config, prev previousRelease) {
+	t.Helper()
+	if oc := previousGuestbookImage(ctx, t); oc != operatorv1alpha1.DefaultGuestbookImage {
+		fmt.Printf("e2e: %s's OperatorConfig names guestbook.image %s; set to %s as RELEASES.md asks before the upgrade\n", prev.version, oc, operatorv1alpha1.DefaultGuestbookImage)
+		patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"guestbook":{"image":%q}}}`, operatorv1alpha1.DefaultGuestbookImage))
+	}
 }

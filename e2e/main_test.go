@@ -105,16 +105,24 @@ func TestMain(m *testing.M) {
 	switch {
 	case mode.realNode:
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
-		suite.Setup(
-			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
-			step("cluster with a real node (hack/node/node.sh up: containerd, kubelet, kube-proxy)", startNode),
-			step("clients", makeClients),
+		images := []env.Func{
 			step("operator image (podman build) imported into the node's containerd", buildImage),
 			step("Guestbook server image (podman build) imported into the node's containerd", buildGuestbookImage),
-			step("install (kubectl apply -k config/default, the production manifests)", install),
+		}
+		if mode.install != installKustomize {
+			// containerd pulls from the loopback registry itself: it
+			// speaks plain HTTP to a loopback host.
+			images = []env.Func{step("release files (dist/) pushed to a registry on loopback, which containerd pulls from", publishRelease)}
+		}
+		suite.Setup(append(append([]env.Func{
+			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
+			step("cluster with a real node (hack/node/node.sh up: containerd, kubelet, kube-proxy)", startNode),
+			step("clients", makeClients)},
+			images...),
+			step("install ("+installDescription()+")", install),
 			step("operator ready: 2 pods Ready through the kubelet's probes, Lease held", operatorReady),
 			step("the node and the operator's containers", printNode),
-		)
+		)...)
 	case mode.created():
 		bin := filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
 		image := step("operator image (podman build)", buildImage)

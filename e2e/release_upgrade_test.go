@@ -142,22 +142,16 @@ func releaseUpgrade() features.Feature {
 			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 				t.Fatalf("%s: %v", prev.version, err)
 			}
-			// What the release record asks before an upgrade from a
-			// release whose default Guestbook image served no readiness
-			// endpoint: the Guestbook server as guestbook.image.
-			if oc := previousGuestbookImage(ctx, t); oc != operatorv1alpha1.DefaultGuestbookImage {
-				fmt.Printf("e2e: %s's OperatorConfig names guestbook.image %s; set to %s as RELEASES.md asks before the upgrade\n", prev.version, oc, operatorv1alpha1.DefaultGuestbookImage)
-				patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"guestbook":{"image":%q}}}`, operatorv1alpha1.DefaultGuestbookImage))
-			}
+			setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
 			fx.create(ctx, t, cfg)
 			return ctx
 		}).
 		Assess("upgrade to this tree under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rolloutUnderLoad(ctx, t, cfg, fx, "upgrade", filepath.Join(root, installedConfig()))
+			rolloutUnderLoad(ctx, t, fx, "upgrade", applyKustomization(cfg, filepath.Join(root, installedConfig())))
 			return ctx
 		}).
 		Assess("rollback to the previous release under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rolloutUnderLoad(ctx, t, cfg, fx, "rollback to "+prev.version, prev.config())
+			rolloutUnderLoad(ctx, t, fx, "rollback to "+prev.version, applyKustomization(cfg, prev.config()))
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -502,7 +496,7 @@ func (lw *leaseWatch) finish() []string {
 // operand recreated, each rewritten at most once and only in the ways the
 // release record announces, no Guestbook failover, every Drink Ready at
 // its generation, then two minutes without a change.
-func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx *releaseFixture, what, config string) {
+func rolloutUnderLoad(ctx context.Context, t *testing.T, fx *releaseFixture, what string, install func() (string, error)) {
 	t.Helper()
 	gb := &webappv1.Guestbook{}
 	if err := kc.Get(ctx, client.ObjectKey{Name: releaseGB}, gb); err != nil {
@@ -523,9 +517,9 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx
 	time.Sleep(3 * time.Second) // the load runs against the release being replaced first
 
 	applied := time.Now()
-	if out, err := kubectl(cfg, "apply", "--server-side", "-k", config); err != nil {
+	if out, err := install(); err != nil {
 		load.stop()
-		t.Fatalf("%s: kubectl apply --server-side -k %s: %v: %s", what, config, err, out)
+		t.Fatalf("%s: %v: %s", what, err, out)
 	}
 	firstServing, done, err := waitRollout(ctx, applied, 4*time.Minute)
 	if err != nil {
@@ -601,6 +595,18 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, fx
 		fmt.Printf("e2e: %s: Guestbook failovers: 0 (active %s throughout)\n", what, activeBefore)
 	}
 	checkStable(ctx, t, what)
+}
+
+// applyKustomization installs a kustomization over what runs, as a user
+// upgrades a kustomize install.
+func applyKustomization(cfg *envconf.Config, dir string) func() (string, error) {
+	return func() (string, error) {
+		out, err := kubectl(cfg, "apply", "--server-side", "-k", dir)
+		if err != nil {
+			err = fmt.Errorf("kubectl apply --server-side -k %s: %w", dir, err)
+		}
+		return out, err
+	}
 }
 
 // waitRollout waits until the operator's Deployment has rolled out: its

@@ -70,3 +70,11 @@ func TestHelmLifecycle(t *testing.T) {
 	}
 	runFeature(t, helmLifecycle(), why)
 }
+
+func TestHelmUpgrade(t *testing.T) {
+	why := ""
+	if mode.install != installHelm {
+		why = "it upgrades to the chart of the release's files the suite installs with E2E_INSTALL=helm"
+	}
+	runFeature(t, helmUpgrade(), why, ownCluster("it builds the previous release's image and runs its pods with the suite's pod runner"))
+}
