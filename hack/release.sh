@@ -85,8 +85,9 @@ Review the changes (git diff), then commit the record and tag the released commi
 
 and publish the images (each archive in dist/ is the manifest list of
 every platform, pushed as it is so that its digest stays the one
-install.yaml names), the tag, and dist/'s files with the release:
+install.yaml, the chart and the bundle name; a registry other than
+ghcr.io/example rewrites them), the tag, and dist/'s files with the release:
 
-  skopeo copy --all --preserve-digests oci-archive:dist/<image>.oci.tar docker://<registry>/<image>
+  make release-push REGISTRY=<registry>/<path>
   git push origin main $version
 EOT
