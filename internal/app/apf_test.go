@@ -92,7 +92,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 
 	wo := env.WebhookInstallOptions
 	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
-	metricsAddr := freeAddr(t)
+	metricsAddr := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	mgr, err := app.New(saCfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),

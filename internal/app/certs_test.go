@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestCertificateRotation(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}}); err != nil {
 		t.Fatal(err)
 	}
-	probe := freeAddr(t)
+	probe := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
@@ -114,14 +115,26 @@ func TestCertificateRotation(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+// freeAddr is a free address on loopback.
+//
+// avoid lists ports handed out the same way before and not yet bound, such
+// as envtest's webhook port: the kernel may offer a closed port again, and
+// a test that then binds both fails with "address already in use".
+func freeAddr(t *testing.T, avoid ...int) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().(*net.TCPAddr)
+		_ = l.Close()
+		if !slices.Contains(avoid, addr.Port) {
+			return addr.String()
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	t.Fatalf("no free port on loopback other than %v", avoid)
+	return ""
 }
 
 // freePort is a free port on loopback.

@@ -42,7 +42,7 @@ func TestIssuedCertificate(t *testing.T) {
 	}
 	injectCA(ctx, t, c, ca.PEM)
 
-	probe, certDir := freeAddr(t), t.TempDir()
+	probe, certDir := freeAddr(t, env.WebhookInstallOptions.LocalServingPort), t.TempDir()
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,

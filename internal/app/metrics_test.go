@@ -73,7 +73,7 @@ func TestManagedMetrics(t *testing.T) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	wo := env.WebhookInstallOptions
-	metricsAddr := freeAddr(t)
+	metricsAddr := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	mgr, err := app.New(cfg, app.WithMigrationTuning(app.Options{
 		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),

@@ -35,7 +35,7 @@ func TestServingProtocols(t *testing.T) {
 			env, cfg, _ := testenv.Start(t, testenv.Options{Webhooks: true})
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
-			metrics := freeAddr(t)
+			metrics := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 			if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{
 				EnableHTTP2: c.enableHTTP2, MetricsAddr: metrics, SecureMetrics: true,
 			})); err != nil {

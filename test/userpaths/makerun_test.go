@@ -40,8 +40,9 @@ var layouts = map[string][]string{
 	"v1":       {"displayName", "beverage", "size", "sugarCubes", "extras"},
 }
 
-// TestMakeRun: on a kwok cluster, `make install-local`, `make run` in the
-// background and `kubectl apply -k config/samples/` leave all five samples
+// TestMakeRun: on a kwok cluster, the course's `make install`, `make run`
+// in the background (refused first while the operator's Deployment
+// exists) and `kubectl apply -k config/samples/` leave all five samples
 // (a Drink through each version, the Guestbook, the OperatorConfig) kstatus
 // Current, and each Drink's ConfigMap holds exactly its version's layout.
 func TestMakeRun(t *testing.T) {
@@ -72,14 +73,20 @@ func TestMakeRun(t *testing.T) {
 
 	// Ports of their own, in case another test in this network namespace
 	// holds the defaults (9443, 8081).
+	// A port closed by freePort may be offered again: never the same two.
 	webhookPort, probePort := freePort(t), freePort(t)
+	for probePort == webhookPort {
+		probePort = freePort(t)
+	}
 	vars := []string{fmt.Sprintf("RUN_WEBHOOK_PORT=%d", webhookPort), fmt.Sprintf("RUN_PROBE_ADDR=127.0.0.1:%d", probePort)}
 
+	// The course's order: make install (the CRDs), then make run.
 	start = time.Now()
-	if out, err := command(root, env, "make", append([]string{"--no-print-directory", "install-local"}, vars...)...); err != nil {
-		t.Fatalf("make install-local: %v\n%s", err, out)
+	if out, err := command(root, env, "make", append([]string{"--no-print-directory", "install"}, vars...)...); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
 	}
-	t.Logf("make install-local: %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("make install: %s", time.Since(start).Round(100*time.Millisecond))
+	checkRefusedWhileDeployed(t, root, env, vars)
 
 	start = time.Now()
 	stopRun := startMakeRun(t, root, env, filepath.Join(dir, "make-run.log"), vars)
@@ -115,6 +122,41 @@ func TestMakeRun(t *testing.T) {
 			continue
 		}
 		checkLayout(ctx, t, c, s)
+	}
+}
+
+// checkRefusedWhileDeployed: with the operator's Deployment in the cluster
+// (an object of that name is enough: make run looks for it), make run
+// exits non-zero naming make undeploy, and leaves the Drink conversion
+// calling the in-cluster Service; with it gone, make run goes on.
+func checkRefusedWhileDeployed(t *testing.T, root string, env, vars []string) {
+	t.Helper()
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: myoperator-controller-manager, namespace: myoperator-system}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: decoy}}
+  template:
+    metadata: {labels: {app: decoy}}
+    spec: {containers: [{name: c, image: decoy}]}
+`
+	apply := exec.Command("kubectl", "apply", "-f", "-")
+	apply.Dir, apply.Env, apply.Stdin = root, env, strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: myoperator-system}\n---\n"+deployment)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of a Deployment named as the operator's: %v\n%s", err, out)
+	}
+	out, err := command(root, env, "make", append([]string{"--no-print-directory", "run"}, vars...)...)
+	if err == nil || !strings.Contains(string(out), "the operator is deployed in this cluster") || !strings.Contains(string(out), "\n  make undeploy\n") {
+		t.Fatalf("make run with the operator deployed: %v, want a refusal naming make undeploy:\n%s", err, out)
+	}
+	svc, err := command(root, env, "kubectl", "get", "crd", "drinks.example.com", "-o", "jsonpath={.spec.conversion.webhook.clientConfig.service.name}")
+	if err != nil || string(svc) != "myoperator-webhook-service" {
+		t.Fatalf("the Drink conversion after the refused make run: %q (%v), want the in-cluster Service myoperator-webhook-service", svc, err)
+	}
+	t.Logf("make run refused while the operator is deployed:\n%s", out)
+	if out, err := command(root, env, "kubectl", "delete", "deployment", "-n", "myoperator-system", "myoperator-controller-manager"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
 
