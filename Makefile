@@ -244,7 +244,7 @@ test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass P
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/test-pod-security.sh
 
 .PHONY: test-make-run
-test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install-local, make run, kubectl apply -k config/samples/; all five samples Ready, Drink ConfigMaps in their layouts.
+test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install, make run (refused while a Deployment of the operator exists), kubectl apply -k config/samples/; all five samples Ready, Drink ConfigMaps in their layouts.
 	go test -count=1 -exec /bin/true ./test/userpaths/ >/dev/null  # compile outside the namespace, run nothing
 	go build -o /dev/null .  # make run's go run then only links
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
@@ -337,11 +337,12 @@ RUN_WEBHOOK_PORT ?= 9443
 RUN_PROBE_ADDR ?= 127.0.0.1:8081
 
 .PHONY: install-local
-install-local: manifests ## Install what make run needs: CRDs, webhooks called on https://localhost:9443 (RUN_WEBHOOK_PORT), namespaces, cert Secret.
-	$(KUBECTL) kustomize config/local | sed 's#https://localhost:9443/#https://localhost:$(RUN_WEBHOOK_PORT)/#' | $(KUBECTL) apply --server-side -f -
+install-local: manifests ## Install what make run needs (make run does it too): CRDs, webhooks called on https://localhost:9443 (RUN_WEBHOOK_PORT), namespaces, cert Secret.
+	@WHO="make install-local" KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
 
 .PHONY: run
-run: manifests generate ## Run the manager on this host against the current kubeconfig, serving its webhooks with its own certificates (after make install-local).
+run: manifests generate ## Run the manager on this host against the current kubeconfig (after make install, as in the course): applies config/local, serves its webhooks with its own certificates; refuses when the operator is deployed.
+	@KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
 	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-port=$(RUN_WEBHOOK_PORT) \
 		--webhook-extra-dns-names=localhost --metrics-bind-address=0 --health-probe-bind-address=$(RUN_PROBE_ADDR) --zap-devel
 
