@@ -504,7 +504,7 @@ $(PROMTOOL): hack/promtool/go.mod hack/promtool/go.sum
 .PHONY: helm
 helm: $(HELM) ## Build helm from its Go module (helm.sh/helm/v4 at HELM_VERSION) into bin/helm-<version>, for the chart's tests and make dist.
 $(HELM):
-	@echo "building helm $(HELM_VERSION) into bin/ (about 1.5 minutes when cold)"
+	@echo "building helm $(HELM_VERSION) into bin/ (about 2.5 minutes when cold)"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/.tmp/helm $@
 
