@@ -424,14 +424,7 @@ func helmUpgrade() features.Feature {
 			return ctx
 		}).
 		Assess("the previous release's kustomize install adopted by helm install under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
-				t.Fatalf("installing %s: %v: %s", prev.version, err, out)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatalf("%s: %v", prev.version, err)
-			}
-			setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
-			fx.create(ctx, t, cfg)
+			installPrevious(ctx, t, cfg, prev, fx)
 			// docs/install.md, "Moving a kustomize install to Helm".
 			rendered, err := exec.Command("kubectl", "kustomize", prev.config()).Output()
 			if err != nil {

@@ -136,14 +136,7 @@ func releaseUpgrade() features.Feature {
 			fmt.Printf("e2e: previous release %s, commit %s, image %s\n", prev.version, prev.commit, prev.image())
 			fx.previous = prev.version
 			uninstall(t, cfg)
-			if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
-				t.Fatalf("installing %s: %v: %s", prev.version, err, out)
-			}
-			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
-				t.Fatalf("%s: %v", prev.version, err)
-			}
-			setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
-			fx.create(ctx, t, cfg)
+			installPrevious(ctx, t, cfg, prev, fx)
 			return ctx
 		}).
 		Assess("upgrade to this tree under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -168,6 +161,21 @@ func releaseUpgrade() features.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// installPrevious installs the previous release from its own
+// kustomization, waits for it, does what the release record asks before
+// an upgrade from it, and creates the fixture it manages.
+func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, prev previousRelease, fx *releaseFixture) {
+	t.Helper()
+	if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
+		t.Fatalf("installing %s: %v: %s", prev.version, err, out)
+	}
+	if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+		t.Fatalf("%s: %v", prev.version, err)
+	}
+	setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
+	fx.create(ctx, t, cfg)
 }
 
 // releaseFixture is what the previous release manages before the upgrade.

@@ -522,7 +522,8 @@ func (d *defaults) valuesYAML() []byte {
 		}
 		out, _ := yaml.Marshal(v)
 		s := strings.TrimSuffix(string(out), "\n")
-		if !strings.Contains(s, "\n") && (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") || !isCollection(v)) {
+		// Scalars and empty collections ({} and []) stay on the key's line.
+		if !isCollection(v) || s == "{}" || s == "[]" {
 			return " " + s + "\n"
 		}
 		pad := strings.Repeat(" ", indent)
