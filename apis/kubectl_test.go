@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -11,9 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -164,7 +171,7 @@ func TestKubectlExplainDrinkSpec(t *testing.T) {
 	for version, want := range map[string][]string{
 		"v1alpha1": {"drink", "name"},
 		"v1beta1":  {"drink", "name", "size", "sugar"},
-		"v1":       {"beverage", "displayName", "extras", "size", "sugarCubes"},
+		"v1":       {"beverage", "displayName", "drink", "extras", "name", "size", "sugarCubes"},
 	} {
 		t.Run(version, func(t *testing.T) {
 			var out string
@@ -211,48 +218,206 @@ func TestKubectlExplainDrinkSpec(t *testing.T) {
 	}
 }
 
-// courseDrink is the course's Drink manifest, as the course writes it.
-const courseDrink = `apiVersion: example.com/v1
-kind: Drink
-metadata:
-  name: course
-spec:
-  name: Morning tea
-  drink: tea
-`
+// kubectlApply pipes manifest into kubectl apply (args added) in ns and
+// returns its combined output, warnings included.
+func kubectlApply(ns, manifest string, args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "-"}, args...)...)
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
-// TestKubectlCourseManifest: the course's manifest (example.com/v1 with name
-// and drink) is this project's v1alpha1: applied as written, v1 refuses it
-// and names the fields it does not know; with apiVersion example.com/v1alpha1
-// it applies unchanged and reads in v1 as displayName and beverage (docs/api.md,
-// "Samples and the course's manifests").
+// TestKubectlCourseManifest: the course's own example.com/v1 Drink applies
+// as written, with no warning; its ConfigMap holds exactly the course's
+// keys; it reads back through v1 with the fields it was written with (and
+// displayName and beverage beside them), through v1alpha1 and v1beta1 with
+// the same values, and a write back through each version changes nothing;
+// applying it again changes nothing; an update of one form carries the
+// other along; two forms written with different values are refused,
+// naming both fields (docs/api.md, "The course's Drink").
 func TestKubectlCourseManifest(t *testing.T) {
+	ctx := context.Background()
 	ns := kubectlNamespace(t)
-	apply := func(manifest string) (string, error) {
-		cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "-")
-		cmd.Stdin = strings.NewReader(manifest)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	out, err := apply(courseDrink)
-	if err == nil {
-		t.Fatalf("the course's example.com/v1 manifest was accepted by this project's v1:\n%s", out)
-	}
-	for _, field := range []string{"spec.name", "spec.drink"} {
-		if !strings.Contains(out, field) {
-			t.Errorf("rejection does not name %s:\n%s", field, out)
-		}
-	}
-	t.Logf("as written:\n%s", out)
-
-	if out, err := apply(strings.Replace(courseDrink, "example.com/v1\n", "example.com/v1alpha1\n", 1)); err != nil {
-		t.Fatalf("the course's manifest as example.com/v1alpha1: %v\n%s", err, out)
-	}
-	got, err := kubectl("get", "drinks.v1.example.com", "course", "-n", ns, "-o", "jsonpath={.spec.displayName}/{.spec.beverage}")
+	courseDrink := testenv.CourseDrink(t)
+	out, err := kubectlApply(ns, courseDrink)
 	if err != nil {
+		t.Fatalf("the course's example.com/v1 manifest was refused: %v\n%s", err, out)
+	}
+	if out != "drink.example.com/example-drink created\n" {
+		t.Errorf("kubectl apply said more than that it created the Drink (a warning?):\n%s", out)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "example-drink"}
+	waitConfigMap(t, key, map[string]string{"name": "my-drink", "drink": "coffee"})
+
+	stored := &drinksv1.Drink{}
+	if err := k8s.Get(ctx, key, stored); err != nil {
 		t.Fatal(err)
 	}
-	if got != "Morning tea/tea" {
-		t.Errorf("read in v1: displayName/beverage = %q, want %q", got, "Morning tea/tea")
+	want := drinksv1.DrinkSpec{Name: "my-drink", Drink: "coffee", DisplayName: "my-drink", Beverage: "coffee", Size: drinksv1.SizeMedium}
+	if diff := cmp.Diff(want, stored.Spec); diff != "" {
+		t.Errorf("read through v1 (-want +got):\n%s", diff)
 	}
+	if got := stored.Annotations[drinksv1.AuthoredVersionAnnotation]; got != "v1" {
+		t.Errorf("authored version %q, want v1", got)
+	}
+
+	// Through each older version: the same values under its names, and a
+	// write back that changes nothing.
+	for _, obj := range []client.Object{&drinksv1alpha1.Drink{}, &drinksv1beta1.Drink{}} {
+		if err := k8s.Get(ctx, key, obj); err != nil {
+			t.Fatal(err)
+		}
+		var name, drink string
+		switch o := obj.(type) {
+		case *drinksv1alpha1.Drink:
+			name, drink = o.Spec.Name, o.Spec.Drink
+		case *drinksv1beta1.Drink:
+			name, drink = o.Spec.Name, o.Spec.Drink
+		}
+		if name != "my-drink" || drink != "coffee" {
+			t.Errorf("read through %T: name %q, drink %q", obj, name, drink)
+		}
+		if err := k8s.Update(ctx, obj); err != nil {
+			t.Fatalf("writing back through %T: %v", obj, err)
+		}
+		back := &drinksv1.Drink{}
+		if err := k8s.Get(ctx, key, back); err != nil {
+			t.Fatal(err)
+		}
+		// (The reconciler's status writes change the resourceVersion
+		// meanwhile, and a write through v1beta1 sends its sugar even at 0,
+		// which the generation counts as a spec write.)
+		if diff := cmp.Diff(stored.Spec, back.Spec); diff != "" || !maps.Equal(back.Annotations, stored.Annotations) {
+			t.Errorf("written back through %T: annotations %v, were %v; spec (-before +after):\n%s",
+				obj, back.Annotations, stored.Annotations, diff)
+		}
+	}
+
+	// Applied again, client-side, then server-side twice: the second of
+	// each changes nothing, not even the resourceVersion. (The first
+	// server-side apply makes kubectl's apply manager an owner of the
+	// fields, a change of managedFields.)
+	waitReady(t, key)
+	reapply := func(args ...string) {
+		t.Helper()
+		before := &drinksv1.Drink{}
+		if err := k8s.Get(ctx, key, before); err != nil {
+			t.Fatal(err)
+		}
+		out, err := kubectlApply(ns, courseDrink, args...)
+		if err != nil {
+			t.Fatalf("applied again %v: %v\n%s", args, err, out)
+		}
+		after := &drinksv1.Drink{}
+		if err := k8s.Get(ctx, key, after); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(stored.Spec, after.Spec); diff != "" || after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("applied again %v (%s): resourceVersion %s, was %s; spec (-first +now):\n%s",
+				args, strings.TrimSpace(out), after.ResourceVersion, before.ResourceVersion, diff)
+		}
+	}
+	reapply()
+	if out, err := kubectlApply(ns, courseDrink, "--server-side", "--force-conflicts"); err != nil {
+		t.Fatalf("applied server-side: %v\n%s", err, out)
+	}
+	waitReady(t, key)
+	reapply("--server-side")
+
+	// An update of one form: the other follows, and so does the ConfigMap.
+	if out, err := kubectlApply(ns, strings.Replace(courseDrink, `"coffee"`, `"tea"`, 1)); err != nil {
+		t.Fatalf("changing drink: %v\n%s", err, out)
+	}
+	again := &drinksv1.Drink{}
+	if err := k8s.Get(ctx, key, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Spec.Drink != "tea" || again.Spec.Beverage != "tea" {
+		t.Errorf("after changing drink to tea: drink %q, beverage %q", again.Spec.Drink, again.Spec.Beverage)
+	}
+	waitConfigMap(t, key, map[string]string{"name": "my-drink", "drink": "tea"})
+
+	// Both forms written now with different values: refused, naming both.
+	out, err = kubectlApply(ns, strings.Replace(courseDrink, `name: example-drink`, `name: mixed`, 1)+`  displayName: "another"
+`)
+	if err == nil {
+		t.Fatalf("a Drink whose name and displayName differ was accepted:\n%s", out)
+	}
+	for _, field := range []string{"spec.name", "displayName"} {
+		if !strings.Contains(out, field) {
+			t.Errorf("the refusal does not name %s:\n%s", field, out)
+		}
+	}
+	t.Logf("mixed forms refused:\n%s", out)
+}
+
+// TestKubectlOwnV1ServerSide: a Drink in v1's own form, as releases v0.1.0
+// and v0.2.0 wrote it, applies server-side as before: it gets none of the
+// course's fields, keeps v1's layout, and applying it again changes
+// nothing.
+func TestKubectlOwnV1ServerSide(t *testing.T) {
+	ns := kubectlNamespace(t)
+	manifest := `apiVersion: example.com/v1
+kind: Drink
+metadata:
+  name: own
+spec:
+  displayName: Evening cocoa
+  beverage: cocoa
+  size: Small
+`
+	if out, err := kubectlApply(ns, manifest, "--server-side"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "own"}
+	waitConfigMap(t, key, map[string]string{"displayName": "Evening cocoa", "beverage": "cocoa", "size": "Small", "sugarCubes": "0", "extras": ""})
+	waitReady(t, key)
+	before := &drinksv1.Drink{}
+	if err := k8s.Get(context.Background(), key, before); err != nil {
+		t.Fatal(err)
+	}
+	if before.Spec.Name != "" || before.Spec.Drink != "" {
+		t.Errorf("v1's own form got the course's fields: %+v", before.Spec)
+	}
+	if out, err := kubectlApply(ns, manifest, "--server-side"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	after := &drinksv1.Drink{}
+	if err := k8s.Get(context.Background(), key, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("applied again: resourceVersion %s, was %s", after.ResourceVersion, before.ResourceVersion)
+	}
+}
+
+// waitReady waits until the Drink key is Ready at its generation.
+func waitReady(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() string {
+		d := &drinksv1.Drink{}
+		if err := k8s.Get(context.Background(), key, d); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(d.Status.Conditions, drinksv1.ConditionReady); c == nil ||
+			c.Status != metav1.ConditionTrue || c.ObservedGeneration != d.Generation {
+			return fmt.Sprintf("Drink %s not Ready at generation %d: %+v", key, d.Generation, c)
+		}
+		return ""
+	})
+}
+
+// waitConfigMap waits until the ConfigMap key holds exactly data.
+func waitConfigMap(t *testing.T, key client.ObjectKey, data map[string]string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() string {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(context.Background(), key, cm); err != nil {
+			return err.Error()
+		}
+		if !maps.Equal(cm.Data, data) {
+			return fmt.Sprintf("ConfigMap %s data %v, want %v", key, cm.Data, data)
+		}
+		return ""
+	})
 }

@@ -37,6 +37,12 @@ func TestUpgradeFromPreHistory(t *testing.T) {
 		reinstalls())
 }
 
+func TestUpgradeFromCourse(t *testing.T) {
+	runFeature(t, courseUpgrade(),
+		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
+		reinstalls())
+}
+
 func TestReleaseUpgrade(t *testing.T) {
 	runFeature(t, releaseUpgrade(),
 		ownCluster("it builds the previous release's image and runs its pods with the suite's pod runner"),

@@ -34,15 +34,15 @@ const (
 	upgradeDrinks = 20
 )
 
-// upgradeFromPreviousRelease: before the first release (the course's
-// operator, pre-history) Drinks were stored as v1alpha1 (its only version,
-// no webhooks) and their ConfigMaps in the course's layout, unlabelled. Installing the current release over it
+// upgradeFromPreviousRelease: Drinks stored as v1alpha1 (the CRD's only
+// version, no webhooks, no authored versions) with their ConfigMaps in the
+// course's layout, unlabelled. Installing the current release over it
 // migrates every Drink to v1 storage, trims storedVersions to ["v1"] and
 // adopts each ConfigMap in place (same UID, v1alpha1 layout kept).
 func upgradeFromPreviousRelease() features.Feature {
 	drinkUIDs := map[string]types.UID{}
 	cmUIDs := map[string]types.UID{}
-	return features.New("upgrade from the course's v1alpha1-only storage").WithLabel("area", "prehistory").
+	return features.New("upgrade from v1alpha1-only storage").WithLabel("area", "prehistory").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			uninstall(t, cfg)
 			installPreHistory(ctx, t, cfg, drinkUIDs, cmUIDs)
@@ -124,10 +124,10 @@ func legacyData(name string) map[string]string {
 	return map[string]string{"name": "Old " + name, "drink": "tea"}
 }
 
-// installPreHistory installs the fixture: the Drink CRD as the course's
-// operator shipped it before the first release (v1alpha1 only, stored as v1alpha1, no
-// conversion webhook), Drinks written through it and the ConfigMaps that
-// release made for them (owned by the Drinks, unlabelled). It records the
+// installPreHistory installs the fixture: the Drink CRD with v1alpha1 only
+// (stored as v1alpha1, no conversion webhook), Drinks written through it
+// and the ConfigMaps an operator without authored versions made for them
+// (owned by the Drinks, unlabelled). It records the
 // UIDs.
 func installPreHistory(ctx context.Context, t *testing.T, cfg *envconf.Config, drinkUIDs, cmUIDs map[string]types.UID) {
 	t.Helper()
@@ -178,8 +178,8 @@ func installPreHistory(ctx context.Context, t *testing.T, cfg *envconf.Config, d
 	}
 }
 
-// preHistoryDrinkCRD is the current Drink CRD cut down to what the
-// course's operator shipped: only v1alpha1, served and stored, no conversion.
+// preHistoryDrinkCRD is the current Drink CRD cut down to v1alpha1 alone,
+// served and stored, no conversion.
 func preHistoryDrinkCRD() (string, error) {
 	out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, "config", "crd")).Output()
 	if err != nil {

@@ -112,8 +112,7 @@ func configMapDigest(layout string, keys []string, managedBy, drink string, data
 
 // trimmedMatches is configMapMatches for a trimmed ConfigMap of the cache.
 // data is the Drink's layout rendered, so its keys are the layout's.
-func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) bool {
-	layout := AuthoredVersion(d)
+func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string) bool {
 	return cm.Annotations[LayoutAnnotation] == layout &&
 		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, slices.Sorted(maps.Keys(data)), ManagedByValue, d.Name, data) &&
 		ownerRefsMatch(cm, d)
@@ -152,6 +151,7 @@ func TrimDrink(obj any) (any, error) {
 		d.Annotations = ann
 	}
 	d.Spec.Beverage = intern(d.Spec.Beverage)
+	d.Spec.Drink = intern(d.Spec.Drink)
 	d.Spec.Size = drinksv1.Size(intern(string(d.Spec.Size)))
 	for i := range d.Spec.Extras {
 		d.Spec.Extras[i] = intern(d.Spec.Extras[i])

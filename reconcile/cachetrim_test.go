@@ -71,7 +71,7 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 				cm.Data[k] = v
 			}
 			tt.edit(cm)
-			whole := configMapMatches(cm, d, data)
+			whole := configMapMatches(cm, d, tt.version, data)
 			out, err := TrimConfigMap(cm.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
@@ -87,7 +87,7 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 				!apiequality.Semantic.DeepEqual(trimmed.OwnerReferences, cm.OwnerReferences) {
 				t.Errorf("the trimmed ConfigMap lost its identity or owners: %+v", trimmed.ObjectMeta)
 			}
-			if got := trimmedMatches(trimmed, d, data); whole != tt.want || got != whole {
+			if got := trimmedMatches(trimmed, d, tt.version, data); whole != tt.want || got != whole {
 				t.Errorf("matches: the whole ConfigMap %v, the trimmed one %v, want %v", whole, got, tt.want)
 			}
 			// The informer may transform an object it already holds.
@@ -154,7 +154,7 @@ func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
 				Spec: drinksv1.DrinkSpec{DisplayName: "Latte", Beverage: "coffee", Size: drinksv1.SizeSmall, Extras: []string{"milk", "honey"}},
 			}
 			d.Status.ConfigMapName, d.Status.AuthoredVersion = "latte", "v1"
-			setDrinkReady(d)
+			setDrinkReady(d, AuthoredVersion(d))
 			want := d.DeepCopy()
 			want.ManagedFields = nil
 			out, err := TrimDrink(d)

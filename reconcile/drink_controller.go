@@ -106,9 +106,9 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	if changed != "" {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, changed, "ApplyConfigMap",
-			"ConfigMap %s in the %s layout", d.Name, AuthoredVersion(d))
+			"ConfigMap %s in the %s layout", d.Name, LayoutName(r.versions(), d))
 	}
-	setDrinkReady(d)
+	setDrinkReady(d, LayoutName(r.versions(), d))
 	return ctrl.Result{}, nil
 }
 

@@ -50,12 +50,13 @@ const (
 // the event reason of a write, or "" for none.
 func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}
+	layout := LayoutName(r.versions(), d)
 	live := &corev1.ConfigMap{}
 	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, key, live)
 	// A trimmed ConfigMap keeps its owner references, so a conflict is
 	// still told from the cache, below.
 	if err == nil && found && fromCache && isTrimmed(live) && (controlledBy(live, d.UID) || namesOwner(live, d.UID)) {
-		if trimmedMatches(live, d, data) {
+		if trimmedMatches(live, d, layout, data) {
 			return "", nil
 		}
 		// The cache holds a digest, not the data (TrimConfigMap): what to
@@ -69,21 +70,21 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 	case err != nil:
 		return "", err
 	case !found:
-		return r.restoreConfigMap(ctx, d, data)
+		return r.restoreConfigMap(ctx, d, layout, data)
 	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
 		return "", conflictWith("ConfigMap", "Drink", live)
-	case configMapMatches(live, d, data):
+	case configMapMatches(live, d, layout, data):
 		return "", nil
 	}
 	reason := ReasonConfigMapCorrected
 	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
 		reason = ReasonConfigMapAdopted
 	}
-	return reason, r.patchConfigMap(ctx, live, d, data)
+	return reason, r.patchConfigMap(ctx, live, d, layout, data)
 }
 
 // restoreConfigMap creates the Drink's missing ConfigMap.
-func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
+func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drink, layout string, data map[string]string) (string, error) {
 	if d.Status.ConfigMapName != "" {
 		// The ConfigMap this Drink had is gone. So may be the Drink, with
 		// the cache not told yet: the garbage collector deletes a Drink's
@@ -100,17 +101,17 @@ func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drin
 			return "", errDrinkGone
 		}
 	}
-	return ReasonConfigMapRestored, r.createConfigMap(ctx, d, data)
+	return ReasonConfigMapRestored, r.createConfigMap(ctx, d, layout, data)
 }
 
 // createConfigMap creates the ConfigMap. A create, not an apply: should an
 // object of that name appear meanwhile, the create fails instead of
 // merging into someone else's object, and the name is reported taken.
-func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) error {
+func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink, layout string, data map[string]string) error {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name,
 			Labels:          map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name},
-			Annotations:     map[string]string{LayoutAnnotation: AuthoredVersion(d)},
+			Annotations:     map[string]string{LayoutAnnotation: layout},
 			OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)}},
 		Data: data,
 	}
@@ -131,9 +132,9 @@ func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink
 // labelled controller. Keys others add are left alone. The patch carries
 // the resourceVersion it was computed from, so it fails rather than write
 // to an object that changed (or was replaced) since it was read.
-func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) error {
+func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string) error {
 	want := live.DeepCopy()
-	for _, k := range staleKeys(r.versions(), live, d) {
+	for _, k := range staleKeys(r.versions(), live, layout) {
 		delete(want.Data, k)
 	}
 	if want.Data == nil {
@@ -142,19 +143,20 @@ func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.Confi
 	maps.Copy(want.Data, data)
 	metav1.SetMetaDataLabel(&want.ObjectMeta, ManagedByLabel, ManagedByValue)
 	metav1.SetMetaDataLabel(&want.ObjectMeta, DrinkLabel, d.Name)
-	metav1.SetMetaDataAnnotation(&want.ObjectMeta, LayoutAnnotation, AuthoredVersion(d))
+	metav1.SetMetaDataAnnotation(&want.ObjectMeta, LayoutAnnotation, layout)
 	want.OwnerReferences = asController(live.OwnerReferences, drinkOwnerRef(d))
 	return r.Client.Patch(ctx, want, client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
 }
 
 // staleKeys are the keys of the layout the ConfigMap was written in that
-// the Drink's current layout does not have, both layouts those of t.
-func staleKeys(t drinksversions.Table, cm *corev1.ConfigMap, d *drinksv1.Drink) []string {
+// the Drink's current layout (named layout) does not have, both layouts
+// those of t.
+func staleKeys(t drinksversions.Table, cm *corev1.ConfigMap, layout string) []string {
 	old := cm.Annotations[LayoutAnnotation]
-	if old == AuthoredVersion(d) {
+	if old == layout {
 		return nil
 	}
-	current := layoutKeys(t, AuthoredVersion(d))
+	current := layoutKeys(t, layout)
 	var stale []string
 	for _, k := range layoutKeys(t, old) {
 		if !slices.Contains(current, k) {
@@ -193,13 +195,13 @@ func asController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []met
 // wants: its data keys hold the wanted values, it is in the wanted layout
 // and labelled, and the Drink is its controller, referenced as it would
 // write the reference.
-func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, data map[string]string) bool {
+func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string) bool {
 	for k, v := range data {
 		if got, ok := cm.Data[k]; !ok || got != v {
 			return false
 		}
 	}
-	if cm.Annotations[LayoutAnnotation] != AuthoredVersion(d) || cm.Labels[DrinkLabel] != d.Name ||
+	if cm.Annotations[LayoutAnnotation] != layout || cm.Labels[DrinkLabel] != d.Name ||
 		cm.Labels[ManagedByLabel] != ManagedByValue {
 		return false
 	}

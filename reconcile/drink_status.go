@@ -22,11 +22,12 @@ const (
 	ReasonApplyFailed            = "ApplyFailed"
 )
 
-// setDrinkReady: the ConfigMap matches the current generation.
-func setDrinkReady(d *drinksv1.Drink) {
+// setDrinkReady: the ConfigMap matches the current generation, in the
+// layout named layout.
+func setDrinkReady(d *drinksv1.Drink, layout string) {
 	d.Status.ObservedGeneration = d.Generation
 	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionTrue, ReasonConfigMapReady,
-		"ConfigMap "+d.Name+" holds the "+AuthoredVersion(d)+" layout of the current spec")
+		"ConfigMap "+d.Name+" holds the "+layout+" layout of the current spec")
 	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
 }
 

@@ -25,9 +25,26 @@ func (e *UnknownVersionError) Error() string {
 }
 
 // AuthoredVersion is the API version a Drink's spec was last written in, as
-// the mutating webhook recorded it.
+// the mutating webhook recorded it. A Drink in the course form without a
+// record was written through example.com/v1 by a client of the course's
+// operator, before this operator was installed (every write through its
+// admission records a version), and no client has written it since.
 func AuthoredVersion(d *drinksv1.Drink) string {
-	return d.Annotations[drinksv1.AuthoredVersionAnnotation]
+	if v, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]; ok {
+		return v
+	}
+	if d.Spec.InCourseForm() {
+		return drinksv1.GroupVersion.Version
+	}
+	return ""
+}
+
+// LayoutName names the layout of a Drink's ConfigMap in t: its authored
+// version's, or that version's course layout when the Drink is in the
+// course form (drinksversions.Table.LayoutName). The ConfigMap records it
+// in LayoutAnnotation.
+func LayoutName(t drinksversions.Table, d *drinksv1.Drink) string {
+	return t.LayoutName(AuthoredVersion(d), d.Spec.InCourseForm())
 }
 
 // ConfigMapData renders a Drink's ConfigMap in the layout of the version
@@ -41,21 +58,27 @@ func ConfigMapData(d *drinksv1.Drink) (map[string]string, error) {
 
 // ConfigMapDataIn is ConfigMapData with the layouts of the table t.
 func ConfigMapDataIn(t drinksversions.Table, d *drinksv1.Drink) (map[string]string, error) {
-	v, ok := t.Lookup(AuthoredVersion(d))
-	if !ok || len(v.Layout) == 0 {
+	layout := t.Layout(LayoutName(t, d))
+	if len(layout) == 0 {
 		return nil, &UnknownVersionError{Version: AuthoredVersion(d), Served: t.Served()}
 	}
-	return v.Render(func(f string) string { return hubValue(&d.Spec, f) }), nil
+	return drinksversions.Render(layout, func(f string) string { return hubValue(&d.Spec, f) }), nil
 }
 
 // hubValue is the ConfigMap value of the hub spec field f (its JSON name),
 // "" for a name the hub does not have (a test holds the table to the hub).
+// displayName and beverage fall back to the course's fields, which a Drink
+// stored by the course's operator holds alone.
 func hubValue(s *drinksv1.DrinkSpec, f string) string {
 	switch f {
 	case "displayName":
-		return s.DisplayName
+		return s.DisplayNameOrName()
 	case "beverage":
-		return s.Beverage
+		return s.BeverageOrDrink()
+	case "name":
+		return s.Name
+	case "drink":
+		return s.Drink
 	case "size":
 		return string(s.Size)
 	case "sugarCubes":
@@ -66,9 +89,8 @@ func hubValue(s *drinksv1.DrinkSpec, f string) string {
 	return ""
 }
 
-// layoutKeys are the data keys of a version's layout in t, sorted; none for
-// a version without one.
-func layoutKeys(t drinksversions.Table, version string) []string {
-	v, _ := t.Lookup(version)
-	return v.LayoutKeys()
+// layoutKeys are the data keys of the layout named layout in t, sorted;
+// none for a name without one.
+func layoutKeys(t drinksversions.Table, layout string) []string {
+	return drinksversions.LayoutKeys(t.Layout(layout))
 }

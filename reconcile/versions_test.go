@@ -21,7 +21,8 @@ import (
 // TestLayoutsCoverHub: every hub field a layout of the table names has a
 // value in the ConfigMap.
 func TestLayoutsCoverHub(t *testing.T) {
-	spec := &drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"}}
+	spec := &drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"},
+		Name: "Cup", Drink: "tea"}
 	for _, f := range drinksversions.Drinks.Hub().Fields {
 		if hubValue(spec, f) == "" {
 			t.Errorf("hub field %s has no ConfigMap value", f)
@@ -83,7 +84,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 			if diff := cmp.Diff(tc.wantData, data); diff != "" {
 				t.Errorf("ConfigMap data (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantStale, staleKeys(tc.table, inV1, d)); diff != "" {
+			if diff := cmp.Diff(tc.wantStale, staleKeys(tc.table, inV1, LayoutName(tc.table, d))); diff != "" {
 				t.Errorf("stale keys of the v1 layout (-want +got):\n%s", diff)
 			}
 
@@ -134,4 +135,74 @@ func drinkSeries(t *testing.T, c prometheus.Collector) map[[2]string]float64 {
 		}
 	}
 	return series
+}
+
+// TestCourseForm: a Drink in v1's course form gets exactly the course's
+// ConfigMap keys, whether the course's operator stored it (course fields
+// alone, no authored version) or a client wrote it through this operator's
+// webhook (both forms, authored v1); leaving the course form removes them.
+func TestCourseForm(t *testing.T) {
+	course := map[string]string{"name": "my-drink", "drink": "coffee"}
+	for _, tc := range []struct {
+		name        string
+		d           *drinksv1.Drink
+		wantVersion string
+		wantLayout  string
+		wantData    map[string]string
+	}{
+		{
+			name:        "stored by the course's operator",
+			d:           &drinksv1.Drink{Spec: drinksv1.DrinkSpec{Name: "my-drink", Drink: "coffee"}},
+			wantVersion: "v1", wantLayout: "v1+course", wantData: course,
+		},
+		{
+			name: "written through the webhook",
+			d: &drinksv1.Drink{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}},
+				Spec: drinksv1.DrinkSpec{Name: "my-drink", Drink: "coffee", DisplayName: "my-drink", Beverage: "coffee",
+					Size: drinksv1.SizeMedium},
+			},
+			wantVersion: "v1", wantLayout: "v1+course", wantData: course,
+		},
+		{
+			name: "v1's own form",
+			d: &drinksv1.Drink{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}},
+				Spec:       drinksv1.DrinkSpec{DisplayName: "my-drink", Beverage: "coffee", Size: drinksv1.SizeMedium},
+			},
+			wantVersion: "v1", wantLayout: "v1",
+			wantData: map[string]string{"displayName": "my-drink", "beverage": "coffee", "size": "Medium", "sugarCubes": "0", "extras": ""},
+		},
+		{
+			name:        "neither recorded nor in the course form",
+			d:           &drinksv1.Drink{Spec: drinksv1.DrinkSpec{DisplayName: "my-drink", Beverage: "coffee"}},
+			wantVersion: "", wantLayout: "",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AuthoredVersion(tc.d); got != tc.wantVersion {
+				t.Errorf("AuthoredVersion = %q, want %q", got, tc.wantVersion)
+			}
+			if got := LayoutName(drinksversions.Drinks, tc.d); got != tc.wantLayout {
+				t.Errorf("LayoutName = %q, want %q", got, tc.wantLayout)
+			}
+			data, err := ConfigMapData(tc.d)
+			if tc.wantData == nil {
+				if err == nil {
+					t.Errorf("ConfigMapData = %v, want an UnknownVersionError", data)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantData, data); diff != "" {
+				t.Errorf("ConfigMap data (-want +got):\n%s", diff)
+			}
+		})
+	}
+	inCourse := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LayoutAnnotation: "v1+course"}}}
+	if diff := cmp.Diff([]string{"drink", "name"}, staleKeys(drinksversions.Drinks, inCourse, "v1")); diff != "" {
+		t.Errorf("stale keys on leaving the course form (-want +got):\n%s", diff)
+	}
 }

@@ -67,6 +67,9 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 //   - Fields the request version cannot express are kept from old: a client
 //     of an older version may drop the conversion-data annotation, and must
 //     not erase what a newer client wrote.
+//   - The course's fields of v1 (name, drink) fill displayName and beverage,
+//     and of a pair that differs the one the write changed wins
+//     (conversion.AgreeCourseFields).
 //   - An omitted size keeps the old size, else gets defaultSize(), which
 //     is called only then: it reads the OperatorConfig from the API server,
 //     a request that most writes (a size given or kept) do not need.
@@ -80,10 +83,15 @@ func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize fun
 // DefaultDrinkIn is DefaultDrink with the table of versions t (empty means
 // drinksversions.Drinks), which says what requestVersion cannot express.
 func DefaultDrinkIn(t drinksversions.Table, d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
+	var oldSpec *drinksv1.DrinkSpec
 	if old != nil {
 		// Fields the request version has no field for are kept from old.
 		conversion.CopySpecFields(&d.Spec, &old.Spec, t.OrDrinks().HubOnly(requestVersion))
+		oldSpec = &old.Spec
 	}
+	// The course's names of displayName and beverage (v1's course form)
+	// and the fields they stand for hold one value.
+	conversion.AgreeCourseFields(t, &d.Spec, oldSpec)
 	if d.Spec.Size == "" {
 		if old != nil && old.Spec.Size != "" {
 			d.Spec.Size = old.Spec.Size

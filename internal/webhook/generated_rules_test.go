@@ -38,6 +38,22 @@ var (
 			spec["extras"] = []any{spec["beverage"]}
 			return "extras"
 		},
+		`has(self.displayName) || has(self.name)`: func(spec map[string]any) string {
+			delete(spec, "displayName")
+			return "displayName"
+		},
+		`has(self.beverage) || has(self.drink)`: func(spec map[string]any) string {
+			delete(spec, "beverage")
+			return "beverage"
+		},
+		`!has(self.name) || !has(self.displayName) || self.name == self.displayName`: func(spec map[string]any) string {
+			spec["name"] = "not " + spec["displayName"].(string)
+			return "name"
+		},
+		`!has(self.drink) || !has(self.beverage) || self.drink == self.beverage`: func(spec map[string]any) string {
+			spec["drink"] = "not " + spec["beverage"].(string)
+			return "drink"
+		},
 	}
 )
 
@@ -68,6 +84,11 @@ func TestV1RulesThroughOlderVersions(t *testing.T) {
 	for _, version := range []string{"v1alpha1", "v1beta1"} {
 		for i, tc := range cases {
 			t.Run(version+"/"+tc.rule, func(t *testing.T) {
+				if v, ok := tc.spec[tc.top].(string); ok && v == "" && slices.Contains(conversion.HubOnlyFields(version), tc.top) {
+					// The conversion data holds v1's string fields with
+					// omitempty: an empty one there is no value at all.
+					t.Skip("an empty string kept in the conversion data is an absent field: nothing to refuse")
+				}
 				obj, field, want := throughVersion(t, version, tc)
 				u := drinkDoc(t, ns, version, fmt.Sprintf("gen-%s-%d", version, i), "{}")
 				u.Object["spec"] = obj["spec"]
@@ -86,17 +107,20 @@ func TestV1RulesThroughOlderVersions(t *testing.T) {
 // and what else it must say.
 func throughVersion(t *testing.T, version string, tc ruleCase) (map[string]any, string, []string) {
 	t.Helper()
-	obj := map[string]any{"apiVersion": "example.com/v1", "spec": maps.Clone(tc.spec)}
-	if err := conversion.PassThrough(obj, "example.com/"+version); err != nil {
-		t.Fatal(err)
-	}
-	spec := obj["spec"].(map[string]any)
+	// The fields the version lacks go to the annotation by their v1
+	// names, before the rest takes the version's names (v1's course fields
+	// name and drink share their names with the older versions' own).
+	spec := maps.Clone(tc.spec)
 	kept := map[string]any{}
 	for _, f := range conversion.HubOnlyFields(version) {
 		if val, ok := spec[f]; ok {
 			kept[f] = val
 			delete(spec, f)
 		}
+	}
+	obj := map[string]any{"apiVersion": "example.com/v1", "spec": spec}
+	if err := conversion.PassThrough(obj, "example.com/"+version); err != nil {
+		t.Fatal(err)
 	}
 	data, err := json.Marshal(kept)
 	if err != nil {

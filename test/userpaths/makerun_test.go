@@ -97,6 +97,18 @@ func TestMakeRun(t *testing.T) {
 	if out, err := command(root, env, "kubectl", "apply", "-k", "config/samples/"); err != nil {
 		stopRun.fail(t, "kubectl apply -k config/samples/: %v\n%s", err, out)
 	}
+	// The course's own Drink, as the course gives it.
+	courseDrink := testenv.CourseDrink(t)
+	apply := exec.Command("kubectl", "apply", "-f", "-")
+	apply.Dir, apply.Env, apply.Stdin = root, env, strings.NewReader(courseDrink)
+	if out, err := apply.CombinedOutput(); err != nil {
+		stopRun.fail(t, "kubectl apply of the course's Drink: %v\n%s", err, out)
+	}
+	course := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(courseDrink), &course.Object); err != nil {
+		t.Fatal(err)
+	}
+	course.SetNamespace("default")
 
 	c := newClient(t, kubeconfig)
 	samples := loadSamples(t)
@@ -108,20 +120,27 @@ func TestMakeRun(t *testing.T) {
 		if stopRun.exited() {
 			return "make run exited:\n" + stopRun.tail()
 		}
-		for _, s := range samples {
+		for _, s := range append(samples, course) {
 			if why := notCurrent(ctx, c, s); why != "" {
 				return why
 			}
 		}
 		return ""
 	})
-	t.Logf("all %d samples kstatus Current %s after kubectl apply", len(samples), time.Since(start).Round(100*time.Millisecond))
+	t.Logf("all %d samples and the course's Drink kstatus Current %s after kubectl apply", len(samples), time.Since(start).Round(100*time.Millisecond))
 
 	for _, s := range samples {
 		if s.GetKind() != "Drink" {
 			continue
 		}
 		checkLayout(ctx, t, c, s)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(course), cm); err != nil {
+		t.Fatalf("the course's Drink's ConfigMap: %v", err)
+	}
+	if want := map[string]string{"drink": "coffee", "name": "my-drink"}; !maps.Equal(cm.Data, want) {
+		t.Errorf("the course's Drink's ConfigMap holds %v, want exactly the course's %v", cm.Data, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,13 +31,54 @@ type lostFields struct {
 	Size       drinksv1.Size `json:"size,omitempty"`
 	SugarCubes int32         `json:"sugarCubes,omitempty"`
 	Extras     []string      `json:"extras,omitempty"`
+	// Name and Drink are the hub's course fields (v1's name and drink, the
+	// course's names of displayName and beverage); the spokes' fields of
+	// the same names hold displayName and beverage.
+	Name  string `json:"name,omitempty"`
+	Drink string `json:"drink,omitempty"`
+	// CourseOnly lists the course fields the hub held without the field
+	// they stand for (a Drink the course's operator stored and no client
+	// wrote since): the spoke's field of that name holds the course field's
+	// value, and converts back to it alone.
+	CourseOnly []string `json:"courseOnly,omitempty"`
 	// Annotation is the hub's own value of ConversionDataAnnotation, if it
 	// had one: a user may write that key in v1, and it must survive too.
 	Annotation *string `json:"annotation,omitempty"`
 }
 
 func (l *lostFields) empty() bool {
-	return l.Size == "" && l.SugarCubes == 0 && len(l.Extras) == 0 && l.Annotation == nil
+	return l.Size == "" && l.SugarCubes == 0 && len(l.Extras) == 0 && l.Name == "" && l.Drink == "" &&
+		len(l.CourseOnly) == 0 && l.Annotation == nil
+}
+
+// toSpoke returns the values of the spokes' name and drink for the hub
+// spec s (displayName and beverage, else the course's fields standing
+// alone) and records in lost what of the course's fields they do not say.
+func toSpoke(s *drinksv1.DrinkSpec, lost *lostFields) (name, drink string) {
+	if s.DisplayName == "" && s.Name != "" {
+		lost.CourseOnly = append(lost.CourseOnly, "name")
+	} else {
+		lost.Name = s.Name
+	}
+	if s.Beverage == "" && s.Drink != "" {
+		lost.CourseOnly = append(lost.CourseOnly, "drink")
+	} else {
+		lost.Drink = s.Drink
+	}
+	return s.DisplayNameOrName(), s.BeverageOrDrink()
+}
+
+// fromSpoke sets the hub's displayName, beverage and course fields from a
+// spoke's name and drink and what toSpoke recorded.
+func fromSpoke(dst *drinksv1.DrinkSpec, name, drink string, lost *lostFields) {
+	dst.DisplayName, dst.Name = name, lost.Name
+	if slices.Contains(lost.CourseOnly, "name") {
+		dst.DisplayName, dst.Name = "", name
+	}
+	dst.Beverage, dst.Drink = drink, lost.Drink
+	if slices.Contains(lost.CourseOnly, "drink") {
+		dst.Beverage, dst.Drink = "", drink
+	}
 }
 
 // store writes the lost fields into the spoke's metadata, or removes the
@@ -106,28 +148,30 @@ func V1alpha1ToV1(_ context.Context, src *drinksv1alpha1.Drink, dst *drinksv1.Dr
 		return err
 	}
 	dst.Spec = drinksv1.DrinkSpec{
-		DisplayName: src.Spec.Name,
-		Beverage:    src.Spec.Drink,
-		Size:        lost.Size,
-		SugarCubes:  lost.SugarCubes,
-		Extras:      lost.Extras,
+		Size:       lost.Size,
+		SugarCubes: lost.SugarCubes,
+		Extras:     lost.Extras,
 	}
+	fromSpoke(&dst.Spec, src.Spec.Name, src.Spec.Drink, lost)
 	dst.Status = drinksv1.DrinkStatus(*src.Status.DeepCopy())
 	return nil
 }
 
 // V1ToV1alpha1 converts the hub to a v1alpha1 Drink, keeping size,
-// sugarCubes and extras in the conversion-data annotation.
+// sugarCubes, extras and the course's fields in the conversion-data
+// annotation.
 func V1ToV1alpha1(_ context.Context, src *drinksv1.Drink, dst *drinksv1alpha1.Drink) error {
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
-	dst.Spec = drinksv1alpha1.DrinkSpec{Name: src.Spec.DisplayName, Drink: src.Spec.Beverage}
-	dst.Status = drinksv1alpha1.DrinkStatus(*src.Status.DeepCopy())
-	return store(&dst.ObjectMeta, &lostFields{
+	lost := &lostFields{
 		Size:       src.Spec.Size,
 		SugarCubes: src.Spec.SugarCubes,
 		Extras:     src.Spec.Extras,
 		Annotation: hubAnnotation(&src.ObjectMeta),
-	})
+	}
+	name, drink := toSpoke(&src.Spec, lost)
+	dst.Spec = drinksv1alpha1.DrinkSpec{Name: name, Drink: drink}
+	dst.Status = drinksv1alpha1.DrinkStatus(*src.Status.DeepCopy())
+	return store(&dst.ObjectMeta, lost)
 }
 
 // V1beta1ToV1 converts a v1beta1 Drink to the hub.
@@ -138,29 +182,30 @@ func V1beta1ToV1(_ context.Context, src *drinksv1beta1.Drink, dst *drinksv1.Drin
 		return err
 	}
 	dst.Spec = drinksv1.DrinkSpec{
-		DisplayName: src.Spec.Name,
-		Beverage:    src.Spec.Drink,
-		Size:        drinksv1.Size(src.Spec.Size),
-		SugarCubes:  src.Spec.Sugar,
-		Extras:      lost.Extras,
+		Size:       drinksv1.Size(src.Spec.Size),
+		SugarCubes: src.Spec.Sugar,
+		Extras:     lost.Extras,
 	}
+	fromSpoke(&dst.Spec, src.Spec.Name, src.Spec.Drink, lost)
 	dst.Status = drinksv1.DrinkStatus(*src.Status.DeepCopy())
 	return nil
 }
 
-// V1ToV1beta1 converts the hub to a v1beta1 Drink, keeping extras in the
-// conversion-data annotation.
+// V1ToV1beta1 converts the hub to a v1beta1 Drink, keeping extras and the
+// course's fields in the conversion-data annotation.
 func V1ToV1beta1(_ context.Context, src *drinksv1.Drink, dst *drinksv1beta1.Drink) error {
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
+	lost := &lostFields{
+		Extras:     src.Spec.Extras,
+		Annotation: hubAnnotation(&src.ObjectMeta),
+	}
+	name, drink := toSpoke(&src.Spec, lost)
 	dst.Spec = drinksv1beta1.DrinkSpec{
-		Name:  src.Spec.DisplayName,
-		Drink: src.Spec.Beverage,
+		Name:  name,
+		Drink: drink,
 		Size:  drinksv1beta1.Size(src.Spec.Size),
 		Sugar: src.Spec.SugarCubes,
 	}
 	dst.Status = drinksv1beta1.DrinkStatus(*src.Status.DeepCopy())
-	return store(&dst.ObjectMeta, &lostFields{
-		Extras:     src.Spec.Extras,
-		Annotation: hubAnnotation(&src.ObjectMeta),
-	})
+	return store(&dst.ObjectMeta, lost)
 }

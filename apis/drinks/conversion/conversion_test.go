@@ -190,6 +190,54 @@ func TestFieldMapping(t *testing.T) {
 	}
 }
 
+// TestCourseForm: a Drink in v1's course form reads in a spoke with its
+// values under the spoke's own names and comes back in the course form,
+// whether it held the course's fields alone (as the course's operator
+// stored it) or beside displayName and beverage (as the webhook keeps it).
+func TestCourseForm(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hub    drinksv1.DrinkSpec
+		edited drinksv1.DrinkSpec // after a v1beta1 client set drink to coffee
+	}{
+		{
+			name:   "course fields alone",
+			hub:    drinksv1.DrinkSpec{Name: "my-drink", Drink: "tea"},
+			edited: drinksv1.DrinkSpec{Name: "my-drink", Drink: "coffee"},
+		},
+		{
+			name:   "both forms",
+			hub:    drinksv1.DrinkSpec{Name: "my-drink", Drink: "tea", DisplayName: "my-drink", Beverage: "tea", Size: drinksv1.SizeSmall},
+			edited: drinksv1.DrinkSpec{Name: "my-drink", Drink: "tea", DisplayName: "my-drink", Beverage: "coffee", Size: drinksv1.SizeSmall},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			beta := &drinksv1beta1.Drink{}
+			if err := conversion.V1ToV1beta1(ctx, &drinksv1.Drink{Spec: tc.hub}, beta); err != nil {
+				t.Fatal(err)
+			}
+			if beta.Spec.Name != "my-drink" || beta.Spec.Drink != "tea" {
+				t.Errorf("v1beta1 spec %+v, want name my-drink and drink tea", beta.Spec)
+			}
+			back := &drinksv1.Drink{}
+			if err := conversion.V1beta1ToV1(ctx, beta, back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.hub, back.Spec); diff != "" {
+				t.Errorf("v1 -> v1beta1 -> v1 (-want +got):\n%s", diff)
+			}
+			// The webhook then makes the two forms agree again (the changed one wins).
+			beta.Spec.Drink = "coffee"
+			if err := conversion.V1beta1ToV1(ctx, beta, back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.edited, back.Spec); diff != "" {
+				t.Errorf("v1beta1 edit to v1 (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestCorruptData: conversion data that cannot be decoded is an error that
 // names the annotation, never a silent loss.
 func TestCorruptData(t *testing.T) {

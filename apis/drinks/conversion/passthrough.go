@@ -38,6 +38,9 @@ func PassThroughIn(t drinksversions.Table, obj map[string]any, desiredAPIVersion
 		return err
 	}
 	if spec, ok := obj["spec"].(map[string]any); ok {
+		if from.Name != to.Name {
+			spec = foldCourse(spec, from.Course)
+		}
 		obj["spec"] = rename(rename(spec, from.Renames), invert(to.Renames))
 	}
 	obj["apiVersion"] = desiredAPIVersion
@@ -67,6 +70,30 @@ func rename(spec map[string]any, names map[string]string) map[string]any {
 			k = n
 		}
 		out[k] = v
+	}
+	return out
+}
+
+// foldCourse returns spec with each course field (course maps it to the
+// field it stands for) in place of that field when the field is absent,
+// and left out when it is present: a version without course fields has no
+// place for them, and its own fields may carry the same names.
+func foldCourse(spec map[string]any, course map[string]string) map[string]any {
+	if len(course) == 0 {
+		return spec
+	}
+	out := make(map[string]any, len(spec))
+	for k, v := range spec {
+		if _, ok := course[k]; !ok {
+			out[k] = v
+		}
+	}
+	for c, f := range course {
+		if v, ok := spec[c]; ok {
+			if _, taken := spec[f]; !taken {
+				out[f] = v
+			}
+		}
 	}
 	return out
 }

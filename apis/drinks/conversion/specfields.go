@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // specField reads and writes one spec field of the hub by its JSON name,
@@ -25,6 +26,14 @@ var specFields = map[string]specField{
 	"beverage": {
 		copy:  func(dst, src *drinksv1.DrinkSpec) { dst.Beverage = src.Beverage },
 		equal: func(a, b *drinksv1.DrinkSpec) bool { return a.Beverage == b.Beverage },
+	},
+	"name": {
+		copy:  func(dst, src *drinksv1.DrinkSpec) { dst.Name = src.Name },
+		equal: func(a, b *drinksv1.DrinkSpec) bool { return a.Name == b.Name },
+	},
+	"drink": {
+		copy:  func(dst, src *drinksv1.DrinkSpec) { dst.Drink = src.Drink },
+		equal: func(a, b *drinksv1.DrinkSpec) bool { return a.Drink == b.Drink },
 	},
 	"size": {
 		copy:  func(dst, src *drinksv1.DrinkSpec) { dst.Size = src.Size },
@@ -60,4 +69,55 @@ func EqualSpecFields(a, b *drinksv1.DrinkSpec, fields []string) bool {
 		}
 	}
 	return true
+}
+
+// stringField points at the hub's string field f of s (by JSON name); nil
+// for a name that is not one.
+func stringField(s *drinksv1.DrinkSpec, f string) *string {
+	switch f {
+	case "displayName":
+		return &s.DisplayName
+	case "beverage":
+		return &s.Beverage
+	case "name":
+		return &s.Name
+	case "drink":
+		return &s.Drink
+	}
+	return nil
+}
+
+// AgreeCourseFields makes each course field of the hub of t (empty: the
+// Drink API as built) that d sets hold the same value as the field it
+// stands for, old being the stored spec on update (nil on create):
+//
+//   - a course field alone fills its field (the course's Drink as written);
+//   - of two that differ, the one this write changed wins when the other
+//     is as stored (an update that edits one form, as a client of the
+//     course's manifests or of v1's own names does);
+//   - two that differ otherwise (both written now, differently) are left
+//     for validation to refuse, naming both.
+//
+// It is idempotent, as defaulting must be.
+func AgreeCourseFields(t drinksversions.Table, d, old *drinksv1.DrinkSpec) {
+	for c, f := range t.OrDrinks().Hub().Course {
+		cp, fp := stringField(d, c), stringField(d, f)
+		if cp == nil || fp == nil || *cp == "" || *cp == *fp {
+			continue
+		}
+		if *fp == "" {
+			*fp = *cp
+			continue
+		}
+		if old == nil {
+			continue
+		}
+		courseKept, fieldKept := *cp == *stringField(old, c), *fp == *stringField(old, f)
+		switch {
+		case !courseKept && fieldKept:
+			*fp = *cp
+		case courseKept && !fieldKept:
+			*cp = *fp
+		}
+	}
 }

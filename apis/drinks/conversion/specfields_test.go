@@ -95,3 +95,48 @@ func TestFourthDrinkVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestAgreeCourseFields: the course's names and v1's own end up holding
+// one value, or two written now that differ are left for validation.
+func TestAgreeCourseFields(t *testing.T) {
+	course := drinksv1.DrinkSpec{Name: "a", Drink: "tea", DisplayName: "a", Beverage: "tea"}
+	with := func(edit func(s *drinksv1.DrinkSpec)) *drinksv1.DrinkSpec {
+		s := course
+		edit(&s)
+		return &s
+	}
+	for _, tc := range []struct {
+		name   string
+		d, old *drinksv1.DrinkSpec
+		want   drinksv1.DrinkSpec
+	}{
+		{"the course's Drink created", &drinksv1.DrinkSpec{Name: "a", Drink: "tea"}, nil, course},
+		{"v1's own form untouched", &drinksv1.DrinkSpec{DisplayName: "a", Beverage: "tea"}, nil,
+			drinksv1.DrinkSpec{DisplayName: "a", Beverage: "tea"}},
+		{"created with both forms differing: left to refuse",
+			&drinksv1.DrinkSpec{Name: "a", DisplayName: "b", Drink: "tea"}, nil,
+			drinksv1.DrinkSpec{Name: "a", DisplayName: "b", Drink: "tea", Beverage: "tea"}},
+		{"course field edited: its field follows", with(func(s *drinksv1.DrinkSpec) { s.Drink = "coffee" }), &course,
+			*with(func(s *drinksv1.DrinkSpec) { s.Drink, s.Beverage = "coffee", "coffee" })},
+		{"own field edited: the course field follows", with(func(s *drinksv1.DrinkSpec) { s.DisplayName = "b" }), &course,
+			*with(func(s *drinksv1.DrinkSpec) { s.Name, s.DisplayName = "b", "b" })},
+		{"both edited differently: left to refuse", with(func(s *drinksv1.DrinkSpec) { s.Name, s.DisplayName = "b", "c" }), &course,
+			*with(func(s *drinksv1.DrinkSpec) { s.Name, s.DisplayName = "b", "c" })},
+		{"stored by the course's operator, then edited in v1beta1",
+			&drinksv1.DrinkSpec{Name: "a", Drink: "tea", DisplayName: "b"}, &drinksv1.DrinkSpec{Name: "a", Drink: "tea"},
+			drinksv1.DrinkSpec{Name: "b", Drink: "tea", DisplayName: "b", Beverage: "tea"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := *tc.d
+			conversion.AgreeCourseFields(nil, &got, tc.old)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			again := got
+			conversion.AgreeCourseFields(nil, &again, tc.old)
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("not idempotent (-first +second):\n%s", diff)
+			}
+		})
+	}
+}

@@ -35,22 +35,53 @@ const (
 )
 
 // DrinkSpec is the drink a user orders.
+//
+// name and drink are the original course's names of displayName and
+// beverage: the course's own example.com/v1 Drink sets them, and v1 holds
+// them so that its manifests apply unchanged and a cluster that ran the
+// course's operator keeps them (a schema without them would prune them on
+// every read). The mutating webhook fills displayName and beverage from
+// them and keeps each pair equal; a pair written with two different values
+// is refused, naming both fields.
 // +kubebuilder:validation:XValidation:rule="!has(self.extras) || !self.extras.exists(e, e == self.beverage)",message="extras must not repeat the beverage",fieldPath=".extras"
+// +kubebuilder:validation:XValidation:rule="has(self.displayName) || has(self.name)",message="displayName is required (or name, the course's name of it)",fieldPath=".displayName",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="has(self.beverage) || has(self.drink)",message="beverage is required (or drink, the course's name of it)",fieldPath=".beverage",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || !has(self.displayName) || self.name == self.displayName",message="name and displayName differ: name is the course's name of displayName; write one of them, or both with the same value",fieldPath=".name"
+// +kubebuilder:validation:XValidation:rule="!has(self.drink) || !has(self.beverage) || self.drink == self.beverage",message="drink and beverage differ: drink is the course's name of beverage; write one of them, or both with the same value",fieldPath=".drink"
 type DrinkSpec struct {
-	// DisplayName is the human-readable name of the drink (v1alpha1 and
-	// v1beta1 call it name).
-	// +required
+	// DisplayName is the human-readable name of the drink (v1alpha1,
+	// v1beta1 and the course call it name). Required, as displayName or as
+	// name.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="displayName must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	DisplayName string `json:"displayName,omitempty"`
 
-	// Beverage is what is in the cup (v1alpha1 and v1beta1 call it drink).
-	// +required
+	// Beverage is what is in the cup (v1alpha1, v1beta1 and the course call
+	// it drink). Required, as beverage or as drink.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="beverage must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
 	Beverage string `json:"beverage,omitempty"`
+
+	// Name is the course's name of displayName, kept as the course's
+	// manifests write it. A Drink that sets name or drink is in the course's
+	// form: its ConfigMap holds the course's keys, name and drink.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="name must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
+	Name string `json:"name,omitempty"`
+
+	// Drink is the course's name of beverage, kept as the course's
+	// manifests write it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[\p{Z}\p{Cc}\p{Cf}]*$')`,message="drink must not be blank: it needs a visible character, not only spaces, control or invisible format characters"
+	Drink string `json:"drink,omitempty"`
 
 	// Size of the drink: Small, Medium or Large. When omitted, the mutating
 	// webhook sets the default size of the OperatorConfig.

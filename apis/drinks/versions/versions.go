@@ -36,6 +36,15 @@ type Version struct {
 	// written sorted and comma-separated (JoinList). Without a layout the
 	// reconciler cannot render the Drink.
 	Layout map[string]string
+	// Course maps the fields the version also holds under the names the
+	// original course gave them in its own example.com/v1 Drink, each to
+	// the field of the version it stands for. A Drink that sets one of them
+	// is in the version's course form. Only the hub has them; they are
+	// among its Fields, so that conversion keeps them like any hub field.
+	Course map[string]string
+	// CourseLayout is the ConfigMap data of a Drink written in the
+	// version's course form, as Layout is for its own form.
+	CourseLayout map[string]string
 	// Legacy is true for the version of the release before authored
 	// versions were recorded: it served this version alone and stored
 	// Drinks in it, so a Drink stored then that has no record was written
@@ -54,17 +63,53 @@ func (v Version) HubName(f string) string {
 // LayoutKeys are the data keys of the version's ConfigMap layout, sorted;
 // none when it has no layout.
 func (v Version) LayoutKeys() []string {
-	return slices.Sorted(maps.Keys(v.Layout))
+	return LayoutKeys(v.Layout)
 }
 
 // Render returns the ConfigMap data of the version's layout, each key
 // holding value of its hub field; nil when the version has no layout.
 func (v Version) Render(value func(hubField string) string) map[string]string {
-	if len(v.Layout) == 0 {
+	return Render(v.Layout, value)
+}
+
+// CourseSuffix ends the name of a version's course layout: "v1+course" is
+// the ConfigMap layout of a Drink written in v1's course form.
+const CourseSuffix = "+course"
+
+// LayoutName names the ConfigMap layout of a Drink authored in version:
+// the version's name, or with CourseSuffix when the Drink is in the
+// course form (course) and the version has a course layout.
+func (t Table) LayoutName(version string, course bool) string {
+	if v, ok := t.Lookup(version); ok && course && len(v.CourseLayout) > 0 {
+		return version + CourseSuffix
+	}
+	return version
+}
+
+// Layout returns the layout that LayoutName named name; nil when there is
+// none.
+func (t Table) Layout(name string) map[string]string {
+	if version, ok := strings.CutSuffix(name, CourseSuffix); ok {
+		v, _ := t.Lookup(version)
+		return v.CourseLayout
+	}
+	v, _ := t.Lookup(name)
+	return v.Layout
+}
+
+// LayoutKeys are the data keys of layout, sorted.
+func LayoutKeys(layout map[string]string) []string {
+	return slices.Sorted(maps.Keys(layout))
+}
+
+// Render returns the ConfigMap data of layout, each key holding value of
+// its hub field; nil for no layout.
+func Render(layout map[string]string, value func(hubField string) string) map[string]string {
+	if len(layout) == 0 {
 		return nil
 	}
-	data := make(map[string]string, len(v.Layout))
-	for k, f := range v.Layout {
+	data := make(map[string]string, len(layout))
+	for k, f := range layout {
 		data[k] = value(f)
 	}
 	return data
@@ -107,10 +152,13 @@ var Drinks = Table{
 		Name:    "v1",
 		Served:  true,
 		Storage: true,
-		Fields:  []string{"displayName", "beverage", "size", "sugarCubes", "extras"},
+		Fields:  []string{"displayName", "beverage", "size", "sugarCubes", "extras", "name", "drink"},
 		Layout: map[string]string{
 			"displayName": "displayName", "beverage": "beverage", "size": "size", "sugarCubes": "sugarCubes", "extras": "extras",
 		},
+		// The course's own example.com/v1 Drink, and exactly its layout.
+		Course:       map[string]string{"name": "displayName", "drink": "beverage"},
+		CourseLayout: map[string]string{"name": "displayName", "drink": "beverage"},
 	},
 }
 
@@ -247,6 +295,16 @@ func (t Table) Check() error {
 		for k, f := range v.Layout {
 			if !hubFields[f] {
 				errs = append(errs, fmt.Errorf("version %s: layout key %s holds %s, which the hub does not have", v.Name, k, f))
+			}
+		}
+		for c, f := range v.Course {
+			if !v.Storage || !slices.Contains(v.Fields, c) || !slices.Contains(v.Fields, f) || v.Course[f] != "" {
+				errs = append(errs, fmt.Errorf("version %s: course field %s for %s: only the hub has course fields, each among its fields and standing for one of its own", v.Name, c, f))
+			}
+		}
+		for k, f := range v.CourseLayout {
+			if !hubFields[f] || v.Course[f] != "" {
+				errs = append(errs, fmt.Errorf("version %s: course layout key %s holds %s, which is not a field of the hub's own form", v.Name, k, f))
 			}
 		}
 	}

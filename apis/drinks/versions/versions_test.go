@@ -93,8 +93,10 @@ func TestHubOnly(t *testing.T) {
 		version string
 		want    []string
 	}{
-		{"v1alpha1", []string{"size", "sugarCubes", "extras"}},
-		{"v1beta1", []string{"extras"}},
+		// The course's fields of v1 are hub fields that no spoke holds:
+		// the spokes' own name and drink hold displayName and beverage.
+		{"v1alpha1", []string{"size", "sugarCubes", "extras", "name", "drink"}},
+		{"v1beta1", []string{"extras", "name", "drink"}},
 		{"v1", nil},
 		{"v9", nil},
 	} {
@@ -118,15 +120,39 @@ func TestLayouts(t *testing.T) {
 		{"v1alpha1", map[string]string{"name": "Cup", "drink": "tea"}},
 		{"v1beta1", map[string]string{"name": "Cup", "drink": "tea", "size": "Large", "sugar": "2"}},
 		{"v1", map[string]string{"displayName": "Cup", "beverage": "tea", "size": "Large", "sugarCubes": "2", "extras": "lemon,mint"}},
+		// The course's own example.com/v1 Drink: exactly the course's keys.
+		{"v1+course", map[string]string{"name": "Cup", "drink": "tea"}},
 	} {
-		v, _ := drinksversions.Drinks.Lookup(tc.version)
-		got := v.Render(func(f string) string { return hub[f] })
+		layout := drinksversions.Drinks.Layout(tc.version)
+		got := drinksversions.Render(layout, func(f string) string { return hub[f] })
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s layout (-want +got):\n%s", tc.version, diff)
 		}
-		if keys := v.LayoutKeys(); !slices.IsSorted(keys) || len(keys) != len(tc.want) {
+		if keys := drinksversions.LayoutKeys(layout); !slices.IsSorted(keys) || len(keys) != len(tc.want) {
 			t.Errorf("%s layout keys %v", tc.version, keys)
 		}
+	}
+}
+
+// TestLayoutName: the course form has a layout of its own only in the
+// version that has course fields.
+func TestLayoutName(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		course  bool
+		want    string
+	}{
+		{"v1", false, "v1"},
+		{"v1", true, "v1+course"},
+		{"v1alpha1", true, "v1alpha1"},
+		{"v9", true, "v9"},
+	} {
+		if got := drinksversions.Drinks.LayoutName(tc.version, tc.course); got != tc.want {
+			t.Errorf("LayoutName(%s, %v) = %q, want %q", tc.version, tc.course, got, tc.want)
+		}
+	}
+	if got := drinksversions.Drinks.Layout("v9+course"); got != nil {
+		t.Errorf("Layout(v9+course) = %v, want none", got)
 	}
 }
 
@@ -159,6 +185,18 @@ func TestCheck(t *testing.T) {
 			t[0].Layout = map[string]string{"name": "title"}
 			return t
 		}), "layout key name holds title"},
+		{"course fields in a spoke", edit(func(t drinksversions.Table) drinksversions.Table {
+			t[1].Course = map[string]string{"name": "drink"}
+			return t
+		}), "course field name"},
+		{"a course field that stands for a field the hub lacks", edit(func(t drinksversions.Table) drinksversions.Table {
+			t[2].Course = map[string]string{"name": "title"}
+			return t
+		}), "course field name for title"},
+		{"a course layout of a course field", edit(func(t drinksversions.Table) drinksversions.Table {
+			t[2].CourseLayout = map[string]string{"name": "name"}
+			return t
+		}), "course layout key name holds name"},
 		{"deprecated without a warning", edit(func(t drinksversions.Table) drinksversions.Table {
 			t[1].Deprecated = true
 			return t

@@ -95,3 +95,18 @@ func InParallel(n, workers int, f func(i int) error) []error {
 	}
 	return out
 }
+
+// CourseDrink returns the course's own Drink manifest, byte for byte as the
+// course gives it (config/samples/course/example-drink.yaml).
+func CourseDrink(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "course", "example-drink.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
