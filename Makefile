@@ -244,7 +244,7 @@ test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass P
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/test-pod-security.sh
 
 .PHONY: test-make-run
-test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install, make run (refused while a Deployment of the operator exists), kubectl apply -k config/samples/; all five samples Ready, Drink ConfigMaps in their layouts.
+test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install, make run (refused while a Deployment of the operator exists), kubectl apply -k config/samples/ and the course's Drink; the samples, the course's Drink and the OperatorConfig the bootstrap created Ready, Drink ConfigMaps in their layouts.
 	go test -count=1 -exec /bin/true ./test/userpaths/ >/dev/null  # compile outside the namespace, run nothing
 	go build -o /dev/null .  # make run's go run then only links
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
@@ -341,8 +341,10 @@ install-local: manifests ## Install what make run needs (make run does it too): 
 	@WHO="make install-local" KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
 
 .PHONY: run
-run: manifests generate ## Run the manager on this host against the current kubeconfig (after make install, as in the course): applies config/local, serves its webhooks with its own certificates; refuses when the operator is deployed.
+run: manifests generate ## Run the manager on this host against the current kubeconfig (after make install, as in the course): applies config/local, runs the bootstrap (OperatorConfig cluster with defaults when absent), serves its webhooks with its own certificates; refuses when the operator is deployed.
 	@KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
+	@# What the initContainer does in the cluster: OperatorConfig cluster, with defaults, when it is absent.
+	go run ./initcontainer --zap-devel
 	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-port=$(RUN_WEBHOOK_PORT) \
 		--webhook-extra-dns-names=localhost --metrics-bind-address=0 --health-probe-bind-address=$(RUN_PROBE_ADDR) --zap-devel
 

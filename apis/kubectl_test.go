@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,13 +15,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -248,6 +252,7 @@ func TestKubectlCourseManifest(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "example-drink"}
 	waitConfigMap(t, key, map[string]string{"name": "my-drink", "drink": "coffee"})
+	waitReady(t, key)
 
 	stored := &drinksv1.Drink{}
 	if err := k8s.Get(ctx, key, stored); err != nil {
@@ -264,21 +269,26 @@ func TestKubectlCourseManifest(t *testing.T) {
 	// Through each older version: the same values under its names, and a
 	// write back that changes nothing.
 	for _, obj := range []client.Object{&drinksv1alpha1.Drink{}, &drinksv1beta1.Drink{}} {
-		if err := k8s.Get(ctx, key, obj); err != nil {
-			t.Fatal(err)
-		}
 		var name, drink string
-		switch o := obj.(type) {
-		case *drinksv1alpha1.Drink:
-			name, drink = o.Spec.Name, o.Spec.Drink
-		case *drinksv1beta1.Drink:
-			name, drink = o.Spec.Name, o.Spec.Drink
+		// A status write of the reconciler between the read and the
+		// write is a conflict: read again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, key, obj); err != nil {
+				return err
+			}
+			switch o := obj.(type) {
+			case *drinksv1alpha1.Drink:
+				name, drink = o.Spec.Name, o.Spec.Drink
+			case *drinksv1beta1.Drink:
+				name, drink = o.Spec.Name, o.Spec.Drink
+			}
+			return k8s.Update(ctx, obj)
+		})
+		if err != nil {
+			t.Fatalf("writing back through %T: %v", obj, err)
 		}
 		if name != "my-drink" || drink != "coffee" {
 			t.Errorf("read through %T: name %q, drink %q", obj, name, drink)
-		}
-		if err := k8s.Update(ctx, obj); err != nil {
-			t.Fatalf("writing back through %T: %v", obj, err)
 		}
 		back := &drinksv1.Drink{}
 		if err := k8s.Get(ctx, key, back); err != nil {
@@ -420,4 +430,59 @@ func waitConfigMap(t *testing.T, key client.ObjectKey, data map[string]string) {
 		}
 		return ""
 	})
+}
+
+// TestKubectlSamplesKeepConfig: `kubectl apply -k config/samples/`, applied
+// again and again (make demo does it on every run), never touches the
+// operator's configuration: a user's edit of OperatorConfig cluster stays,
+// with its resourceVersion.
+func TestKubectlSamplesKeepConfig(t *testing.T) {
+	ctx := context.Background()
+	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oc), oc); apierrors.IsNotFound(err) {
+		if err := k8s.Create(ctx, oc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), oc) })
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	// The user's edit: a log level other than the sample's.
+	before := oc.DeepCopy()
+	oc.Spec.LogLevel = operatorv1alpha1.LogError
+	if err := k8s.Patch(ctx, oc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		restore := &operatorv1alpha1.OperatorConfig{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(oc), restore); err == nil {
+			edited := restore.DeepCopy()
+			restore.Spec.LogLevel = before.Spec.LogLevel
+			_ = k8s.Patch(context.Background(), restore, client.MergeFrom(edited))
+		}
+	})
+	edited := oc.ResourceVersion
+
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := kubectlNamespace(t)
+	samples := filepath.Join(root, "config", "samples")
+	// The Guestbook sample is cluster-scoped: the namespace's removal
+	// would not take it.
+	t.Cleanup(func() { _, _ = kubectl("delete", "-n", ns, "-k", samples, "--ignore-not-found", "--wait=false") })
+	for range 2 {
+		if out, err := kubectl("apply", "-n", ns, "-k", samples); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	after := &operatorv1alpha1.OperatorConfig{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oc), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Spec.LogLevel != operatorv1alpha1.LogError || after.ResourceVersion != edited {
+		t.Errorf("after kubectl apply -k config/samples/ twice: logLevel %q (the user set Error), resourceVersion %s (was %s)",
+			after.Spec.LogLevel, after.ResourceVersion, edited)
+	}
 }

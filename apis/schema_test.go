@@ -30,16 +30,24 @@ func decode(t *testing.T, doc string) *unstructured.Unstructured {
 }
 
 // TestSamplesAccepted: every sample under config/samples, one per kind and
-// version, is accepted by the API server and reads back.
+// version, the OperatorConfig example and the course's Drink, is accepted
+// by the API server and reads back.
 func TestSamplesAccepted(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The samples, the OperatorConfig example and the course's Drink
+	// (config/samples/operatorconfig, config/samples/course).
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	more, err := filepath.Glob(filepath.Join(root, "config", "samples", "*", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
 	seen := map[string]bool{}
 	for _, f := range files {
 		if filepath.Base(f) == "kustomization.yaml" {

@@ -124,7 +124,7 @@ func installAndBootstrap() features.Feature {
 		Assess("every webhook and the Drink conversion name the webhook Service, with the injected CA", assessWebhookWiring).
 		Assess("the API server's webhook calls reach only Ready pods (per-pod counters, a replica held not Ready)", assessReadyEndpointsOnly).
 		Assess("the operator's image pulled from the loopback registry by digest (E2E_INSTALL=manifest, helm)", assessPulledFromRegistry).
-		Assess("the samples (config/samples, but the OperatorConfig) Ready: three Drinks and the Guestbook", assessSamplesReady).
+		Assess("the samples (config/samples) Ready: three Drinks and the Guestbook", assessSamplesReady).
 		Feature()
 }
 

@@ -207,10 +207,9 @@ func installRelease(ctx context.Context, cfg *envconf.Config) (context.Context, 
 	return ctx, nil
 }
 
-// assessSamplesReady applies config/samples, the OperatorConfig left out
-// (the suite's checks of the bootstrap's one come first, and applying it
-// would make kubectl one of its managers), and waits until each Drink and
-// the Guestbook are Ready; then removes them.
+// assessSamplesReady applies config/samples (which holds no
+// OperatorConfig: the bootstrap's one stays as it is) and waits until each
+// Drink and the Guestbook are Ready; then removes them.
 func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*_*.yaml"))
 	if err != nil {
@@ -218,9 +217,6 @@ func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	}
 	var applied []string
 	for _, f := range files {
-		if strings.Contains(filepath.Base(f), "operatorconfig") {
-			continue
-		}
 		if out, err := kubectl(cfg, "apply", "-n", "default", "-f", f); err != nil {
 			t.Fatalf("kubectl apply -f %s: %v: %s", f, err, out)
 		}

@@ -63,10 +63,17 @@ func Generate(dir string, o Options) error {
 	if err != nil {
 		return err
 	}
+	// alm-examples: the samples and the OperatorConfig example, which
+	// config/samples leaves out (the live one belongs to its users).
 	samples, err := manifests.Render("config/samples")
 	if err != nil {
 		return err
 	}
+	operatorConfig, err := manifests.Render("config/samples/operatorconfig")
+	if err != nil {
+		return err
+	}
+	samples = append(samples, operatorConfig...)
 	csv, err := clusterServiceVersion(all, samples, o.Graph)
 	if err != nil {
 		return err
