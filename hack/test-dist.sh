@@ -26,6 +26,8 @@ make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/t
   { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
 say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
+# For make test-e2e-install-ways, before the push below rewrites dist/.
+hack/dist-snapshot.sh save "$version"
 
 # index_digest ARCHIVE: the digest of the image index in an OCI archive.
 index_digest() { tar -xOf "$1" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])'; }
