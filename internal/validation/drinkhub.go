@@ -128,8 +128,11 @@ func (v DrinkValidator) explainConversionData(errs field.ErrorList, old, d *drin
 		if !ok || (old != nil && conversion.EqualSpecFields(&old.Spec, &d.Spec, []string{f})) {
 			continue
 		}
-		note := fmt.Sprintf("this value came from the metadata.annotations[%s] annotation, since %s has no spec.%s",
-			drinksv1.ConversionDataAnnotation, requestVersion, f)
+		// "no field for v1's": a spoke may have a field of the same name
+		// that stands for another (v1alpha1's name is v1's displayName,
+		// not v1's course field name).
+		note := fmt.Sprintf("this value came from the metadata.annotations[%s] annotation, since %s has no field for %s's spec.%s",
+			drinksv1.ConversionDataAnnotation, requestVersion, v.versions().Hub().Name, f)
 		if e.Detail == "" {
 			e.Detail = note
 		} else {

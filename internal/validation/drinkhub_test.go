@@ -39,7 +39,7 @@ func annotate(k, v string) func(*drinksv1.Drink) {
 // holds for the hub form, whatever version it was written in; errors on
 // fields the version lacks say that the value came from the annotation.
 func TestValidateDrinkHubCreate(t *testing.T) {
-	const note = "came from the metadata.annotations[example.com/conversion-data] annotation, since v1alpha1 has no spec."
+	const note = "came from the metadata.annotations[example.com/conversion-data] annotation, since v1alpha1 has no field for v1's spec."
 	tests := []struct {
 		name    string
 		version string
@@ -53,7 +53,9 @@ func TestValidateDrinkHubCreate(t *testing.T) {
 		{"sugar from forged annotation", "v1alpha1", hub(func(d *drinksv1.Drink) { d.Spec.SugarCubes = -2 }),
 			[]string{"spec.sugarCubes: Invalid value: -2", "greater than or equal to 0", note + "sugarCubes"}},
 		{"extras repeating the beverage, through v1beta1", "v1beta1", hub(extras("tea")),
-			[]string{"spec.extras: Invalid value", "extras must not repeat the beverage", "since v1beta1 has no spec.extras"}},
+			[]string{"spec.extras: Invalid value", "extras must not repeat the beverage", "since v1beta1 has no field for v1's spec.extras"}},
+		{"the course's name differing from displayName, through v1alpha1", "v1alpha1", hub(func(d *drinksv1.Drink) { d.Spec.Name = "Other" }),
+			[]string{"spec.name: Invalid value", "name and displayName differ", note + "name"}},
 		{"duplicate extras", "v1alpha1", hub(extras("ice", "ice")), []string{`spec.extras[1]: Duplicate value: "ice"`, note + "extras"}},
 		{"small with four extras", "v1alpha1", hub(func(d *drinksv1.Drink) { d.Spec.Size = drinksv1.SizeSmall }, extras("a", "b", "c", "d")),
 			[]string{"spec.extras: Too many: 4", "a Small drink takes at most 3 extras", note + "extras"}},

@@ -60,7 +60,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 	}
 	authored := hub(annotate(drinksv1.AuthoredVersionAnnotation, "v1gamma1"))
 	badSize := hub(func(d *drinksv1.Drink) { d.Spec.Size = "Huge" })
-	const fromAnnotation = "since v1gamma1 has no spec.size"
+	const fromAnnotation = "since v1gamma1 has no field for v1's spec.size"
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
