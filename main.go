@@ -22,6 +22,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/memlimit"
+	"github.com/example/myoperator/internal/validation"
 	"github.com/example/myoperator/internal/version"
 )
 
@@ -69,6 +70,8 @@ func run() error {
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on; empty disables it.")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Client-side limit of API requests per second; -1 leaves fairness to the API server (API Priority and Fairness).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client-side burst of API requests (with --kube-api-qps > 0).")
+	guestbookImage := flag.String("guestbook-image", envOr("GUESTBOOK_IMAGE", operatorv1alpha1.DefaultGuestbookImage),
+		"The Guestbook pods' image when OperatorConfig cluster's spec.guestbook.image is not set: the release's Guestbook server, which its manifests name by digest (GUESTBOOK_IMAGE).")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
@@ -76,6 +79,15 @@ func run() error {
 		fmt.Println(version.String())
 		return nil
 	}
+
+	// The default follows the install's manifests, not the binary: make
+	// release-push points them at the registry the images went to, which
+	// no binary built before the push can know. It is set once, before
+	// anything reads it.
+	if errs := validation.ValidateGuestbookImage(*guestbookImage); len(errs) > 0 {
+		return fmt.Errorf("--guestbook-image: %w", errs.ToAggregate())
+	}
+	operatorv1alpha1.DefaultGuestbookImage = *guestbookImage
 
 	log, level := logging.New(development)
 	// The first line says which build runs, for whoever reads the logs.

@@ -448,19 +448,7 @@ func TestKubectlSamplesKeepConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user's edit: a log level other than the sample's.
-	before := oc.DeepCopy()
-	oc.Spec.LogLevel = operatorv1alpha1.LogError
-	if err := k8s.Patch(ctx, oc, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		restore := &operatorv1alpha1.OperatorConfig{}
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(oc), restore); err == nil {
-			edited := restore.DeepCopy()
-			restore.Spec.LogLevel = before.Spec.LogLevel
-			_ = k8s.Patch(context.Background(), restore, client.MergeFrom(edited))
-		}
-	})
+	setLogLevel(t, oc, operatorv1alpha1.LogError)
 	edited := oc.ResourceVersion
 
 	root, err := testenv.RepoRoot()
@@ -485,4 +473,97 @@ func TestKubectlSamplesKeepConfig(t *testing.T) {
 		t.Errorf("after kubectl apply -k config/samples/ twice: logLevel %q (the user set Error), resourceVersion %s (was %s)",
 			after.Spec.LogLevel, after.ResourceVersion, edited)
 	}
+}
+
+// TestKubectlOperatorConfig: what a user's tools expect of the
+// OperatorConfig. kubectl explain gives each spec field's default and where
+// its value in effect is; kubectl wait --for=condition=Ready works; kubectl
+// get opc shows the management state in effect, Ready and which values are
+// not the defaults (-o wide adds the Ready reason and Degraded).
+func TestKubectlOperatorConfig(t *testing.T) {
+	for _, path := range []string{"spec.managementState", "spec.logLevel", "spec.drinks.defaultSize", "spec.guestbook.namespace", "spec.guestbook.image"} {
+		var out string
+		testenv.Eventually(t, 30*time.Second, func() string {
+			var err error
+			if out, err = kubectl("explain", "operatorconfig."+path); err != nil {
+				return err.Error()
+			}
+			return ""
+		})
+		flat := strings.Join(strings.Fields(out), " ")
+		if !strings.Contains(flat, "Default:") || !strings.Contains(flat, "In effect: status.effective.") {
+			t.Errorf("kubectl explain operatorconfig.%s does not say the default and where the value in effect is:\n%s", path, out)
+		}
+	}
+
+	ctx := context.Background()
+	// The operator records the configuration it accepts in its own
+	// namespace before it writes the status.
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "myoperator-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oc), oc); apierrors.IsNotFound(err) {
+		if err := k8s.Create(ctx, oc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), oc) })
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectl("wait", "--for=condition=Ready", "--timeout=30s", "operatorconfig/"+operatorv1alpha1.SingletonName); err != nil {
+		yaml, _ := kubectl("get", "opc", "cluster", "-o", "yaml")
+		t.Fatalf("kubectl wait --for=condition=Ready: %v\n%s\n%s", err, out, yaml)
+	}
+	table := func(customized string, args ...string) func() string {
+		return func() string {
+			out, err := kubectl(append([]string{"get", "opc"}, args...)...)
+			if err != nil {
+				return err.Error()
+			}
+			// kubectl leaves the cell of an absent value empty.
+			header, want := []string{"NAME", "STATE", "READY", "CUSTOMIZED", "AGE"}, []string{"cluster", "Managed", "True"}
+			if customized != "" {
+				want = append(want, customized)
+			}
+			if len(args) > 0 {
+				header = []string{"NAME", "STATE", "READY", "CUSTOMIZED", "REASON", "DEGRADED", "AGE"}
+				want = append(want, "Applied", "False")
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), header) {
+				return fmt.Sprintf("kubectl get opc %v: headers, want %v:\n%s", args, header, out)
+			}
+			row := strings.Fields(lines[1])
+			if len(row) != len(want)+1 || !slices.Equal(row[:len(want)], want) {
+				return fmt.Sprintf("kubectl get opc %v: row %v, want %v and the age:\n%s", args, row, want, out)
+			}
+			return ""
+		}
+	}
+	if (oc.Spec == operatorv1alpha1.OperatorConfigSpec{}) {
+		testenv.Eventually(t, 30*time.Second, table(""))
+	}
+	setLogLevel(t, oc, operatorv1alpha1.LogError)
+	testenv.Eventually(t, 30*time.Second, table(`["logLevel"]`))
+	testenv.Eventually(t, 30*time.Second, table(`["logLevel"]`, "-o", "wide"))
+}
+
+// setLogLevel sets oc's spec.logLevel, as a user's edit, and puts the
+// previous value back when the test ends.
+func setLogLevel(t *testing.T, oc *operatorv1alpha1.OperatorConfig, level operatorv1alpha1.LogLevel) {
+	t.Helper()
+	before := oc.DeepCopy()
+	oc.Spec.LogLevel = level
+	if err := k8s.Patch(context.Background(), oc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		restore := &operatorv1alpha1.OperatorConfig{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(oc), restore); err == nil {
+			edited := restore.DeepCopy()
+			restore.Spec.LogLevel = before.Spec.LogLevel
+			_ = k8s.Patch(context.Background(), restore, client.MergeFrom(edited))
+		}
+	})
 }

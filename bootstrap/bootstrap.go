@@ -43,11 +43,15 @@ type Options struct {
 }
 
 // Steps returns the initContainer's steps: wait for the OperatorConfig CRD,
-// then create the default OperatorConfig when it is absent.
+// remove from the spec the defaults an earlier release wrote there, then
+// create the OperatorConfig when it is absent.
 func Steps(c client.Client, opts Options) []Step {
 	return []Step{
 		{Name: "wait for the OperatorConfig CRD", Run: func(ctx context.Context, log logr.Logger) error {
 			return WaitForCRD(ctx, log, c, OperatorConfigCRD, opts)
+		}},
+		{Name: "release the defaults an earlier release wrote", Run: func(ctx context.Context, log logr.Logger) error {
+			return ReleaseEarlierDefaults(ctx, log, c)
 		}},
 		{Name: "create the default OperatorConfig", Run: func(ctx context.Context, log logr.Logger) error {
 			return CreateDefaultConfig(ctx, log, c)
@@ -112,21 +116,14 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// DefaultConfig is the OperatorConfig the initContainer creates: every field
-// spelled out with its default, so that users see what they can change,
-// except the Guestbook image. That one the API server fills from the CRD's
-// schema default, because the install's manifests can name another image
-// than the one compiled in: a release writes its Guestbook image by digest
-// into the CRD, and make release-push points it at the registry the images
-// went to, which no binary built before the push can know.
+// DefaultConfig is the OperatorConfig the initContainer creates: an empty
+// spec. The spec holds only what users choose; every field they leave out
+// follows the running release's default, which status.effective shows
+// with its source. (Releases up to v0.2.0 wrote every default here, and
+// so could never change one: ReleaseEarlierDefaults undoes that.)
 func DefaultConfig() *operatorv1alpha1.OperatorConfig {
-	spec := operatorv1alpha1.DefaultSpec()
-	spec.Guestbook.Image = ""
 	return &operatorv1alpha1.OperatorConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName},
-		// The one place the defaults are written (a test compares it with
-		// the CRD's schema defaults).
-		Spec: spec,
 	}
 }
 
@@ -143,6 +140,6 @@ func CreateDefaultConfig(ctx context.Context, log logr.Logger, c client.Client) 
 	case err != nil:
 		return fmt.Errorf("creating OperatorConfig %s: %w", cfg.Name, err)
 	}
-	log.Info("created OperatorConfig with defaults", "name", cfg.Name, "resourceVersion", cfg.ResourceVersion)
+	log.Info("created OperatorConfig with an empty spec: every value is the release's default (see status.effective)", "name", cfg.Name, "resourceVersion", cfg.ResourceVersion)
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 
 // otherImage is compiled into the test's bootstrap binary as the Guestbook
 // default, as make dist stamps a release's: the created OperatorConfig
-// must name the CRD's default instead.
+// must not name it (nor any other default).
 const otherImage = "registry.invalid/compiled-in:v0"
 
 // buildBootstrap builds the initContainer binary, as the image ships it,
@@ -55,7 +55,7 @@ func runBootstrap(t *testing.T, bin string, env *envtest.Environment, args ...st
 }
 
 // TestBootstrapCreatesOnceAndNeverOverwrites: with the CRDs installed, the
-// first run creates OperatorConfig cluster with defaults, a second run
+// first run creates OperatorConfig cluster with an empty spec, a second run
 // changes nothing, and an OperatorConfig edited by a user is left as is.
 func TestBootstrapCreatesOnceAndNeverOverwrites(t *testing.T) {
 	bin := buildBootstrap(t)
@@ -67,21 +67,18 @@ func TestBootstrapCreatesOnceAndNeverOverwrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first run: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "created OperatorConfig with defaults") {
+	if !strings.Contains(out, "created OperatorConfig with an empty spec") {
 		t.Errorf("first run does not say it created the OperatorConfig:\n%s", out)
 	}
 	first := &operatorv1alpha1.OperatorConfig{}
 	if err := c.Get(ctx, key, first); err != nil {
 		t.Fatalf("no OperatorConfig after the first run: %v", err)
 	}
-	if first.Spec.Drinks.DefaultSize != "Medium" || first.Spec.ManagementState != operatorv1alpha1.Managed ||
-		first.Spec.Guestbook.Namespace != "guestbook" || first.Spec.LogLevel != operatorv1alpha1.LogInfo {
-		t.Errorf("created spec %+v, want the defaults", first.Spec)
-	}
-	// The Guestbook image is the CRD's default (the one the install's
-	// manifests name), not the binary's.
-	if first.Spec.Guestbook.Image != operatorv1alpha1.DefaultGuestbookImage {
-		t.Errorf("created spec.guestbook.image %q, want the CRD's default %q (the binary's is %q)", first.Spec.Guestbook.Image, operatorv1alpha1.DefaultGuestbookImage, otherImage)
+	// Nothing in the spec, not even after the API server's defaulting: every
+	// value follows the running release's defaults (the binary's compiled-in
+	// image included).
+	if (first.Spec != operatorv1alpha1.OperatorConfigSpec{}) {
+		t.Errorf("created spec %+v, want it empty", first.Spec)
 	}
 
 	out, err = runBootstrap(t, bin, env)

@@ -5,10 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/test/framework/testenv"
@@ -28,8 +31,9 @@ var operatorCRDs = []string{"drinks.example.com", "guestbooks.webapp.my.domain",
 // or the user's) and the pods' start left in the cluster: CRDs established;
 // the namespace enforces Pod Security restricted and still admitted the
 // Deployment's pods; the initContainer created OperatorConfig cluster with
-// the defaults (skipped for an existing cluster's OperatorConfig that its
-// users have edited since); it is Available and kstatus Current; with the
+// an empty spec, and its status says every value in effect is a default
+// (skipped for an existing cluster's OperatorConfig that its users have
+// edited since); it is Ready, Available and kstatus Current; with the
 // production wiring, the webhooks go through the Service with the injected
 // CA and reach only Ready pods (wiring_test.go).
 func installAndBootstrap() features.Feature {
@@ -73,9 +77,17 @@ func installAndBootstrap() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("the initContainer created OperatorConfig cluster with defaults", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("the initContainer created OperatorConfig cluster with an empty spec; status.effective says every value's source", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// What a user sees: kubectl wait and kubectl get -o yaml.
+			if out, err := kubectl(cfg, "wait", "--for=condition=Ready", "--timeout=60s", "operatorconfig/"+operatorv1alpha1.SingletonName); err != nil {
+				t.Fatalf("kubectl wait --for=condition=Ready: %v: %s", err, out)
+			}
+			out, err := kubectl(cfg, "get", "operatorconfig", operatorv1alpha1.SingletonName, "-o", "yaml")
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
 			oc := &operatorv1alpha1.OperatorConfig{}
-			if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+			if err := yaml.Unmarshal([]byte(out), oc); err != nil {
 				t.Fatal(err)
 			}
 			// The spec (the main resource, not the status subresource the
@@ -93,25 +105,38 @@ func installAndBootstrap() features.Feature {
 				if ocBeforeSuite {
 					// An existing cluster's OperatorConfig belongs to its users
 					// once created: the bootstrap never overwrites it.
-					skip(t, fmt.Sprintf("OperatorConfig %s was there before the suite and has been written since by %v: its spec is its owners', not the bootstrap's defaults", oc.Name, specManagers))
+					skip(t, fmt.Sprintf("OperatorConfig %s was there before the suite and has been written since by %v: its spec is its owners', not the bootstrap's", oc.Name, specManagers))
 				}
 				t.Errorf("managers of the main resource %v, want only the bootstrap binary (myoperator-bootstrap)", specManagers)
 			}
-			// The Guestbook image is the CRD's default, which a release's
-			// files name by digest in the registry they were pushed to.
-			image, err := kubectl(cfg, "get", "crd", "operatorconfigs.operator.example.com", "-o",
-				"jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.guestbook.properties.image.default}")
-			if err != nil || image == "" {
-				t.Fatalf("the OperatorConfig CRD's guestbook.image default: %v: %q", err, image)
+			if (oc.Spec != operatorv1alpha1.OperatorConfigSpec{}) {
+				t.Errorf("spec %+v, want it empty: it holds only what users chose", oc.Spec)
 			}
+			// The Guestbook image in effect is the manager's GUESTBOOK_IMAGE,
+			// which a release's files name by digest in the registry they
+			// were pushed to.
+			image := managerGuestbookImage(ctx, t)
 			if mode.install != installKustomize && !strings.HasPrefix(image, release.registry+"/") {
-				t.Errorf("the CRD's guestbook.image default %q is not in the registry the release was pushed to (%s)", image, release.registry)
+				t.Errorf("the manager's GUESTBOOK_IMAGE %q is not in the registry the release was pushed to (%s)", image, release.registry)
 			}
-			s := oc.Spec
-			if s.ManagementState != operatorv1alpha1.DefaultManagementState || s.LogLevel != operatorv1alpha1.DefaultLogLevel ||
-				s.Drinks.DefaultSize != operatorv1alpha1.DefaultDrinkSize || s.Guestbook.Namespace != operatorv1alpha1.DefaultGuestbookNamespace ||
-				s.Guestbook.Image != image {
-				t.Errorf("spec %+v is not the defaults (Guestbook image %s)", s, image)
+			d := operatorv1alpha1.EffectiveSources{ManagementState: "default", LogLevel: "default", DrinkDefaultSize: "default", GuestbookNamespace: "default", GuestbookImage: "default"}
+			want := &operatorv1alpha1.EffectiveConfig{
+				ManagementState: operatorv1alpha1.DefaultManagementState, LogLevel: operatorv1alpha1.DefaultLogLevel,
+				DrinkDefaultSize: operatorv1alpha1.DefaultDrinkSize, GuestbookNamespace: operatorv1alpha1.DefaultGuestbookNamespace,
+				GuestbookImage: image, Sources: d,
+			}
+			if diff := cmp.Diff(want, oc.Status.Effective); diff != "" {
+				t.Errorf("status.effective (-want +got):\n%s", diff)
+			}
+			// kubectl get says the state in effect, Ready, and that no value
+			// is customized (an empty cell).
+			table, err := kubectl(cfg, "get", "opc")
+			if err != nil {
+				t.Fatalf("%v: %s", err, table)
+			}
+			if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "STATE", "READY", "CUSTOMIZED", "AGE"}) ||
+				!slices.Equal(strings.Fields(lines[1])[:3], []string{"cluster", "Managed", "True"}) || len(strings.Fields(lines[1])) != 4 {
+				t.Errorf("kubectl get opc:\n%s", table)
 			}
 			return ctx
 		}).
@@ -139,4 +164,23 @@ func kstatusCurrentWithin(ctx context.Context, t *testing.T, gvk schema.GroupVer
 		}
 		return kstatusNotCurrent(u)
 	})
+}
+
+// managerGuestbookImage is the GUESTBOOK_IMAGE of the installed manager
+// container: the Guestbook pods' image where the OperatorConfig names none.
+func managerGuestbookImage(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if c.Name == "manager" && e.Name == "GUESTBOOK_IMAGE" {
+				return e.Value
+			}
+		}
+	}
+	t.Fatalf("the manager container of %s/%s sets no GUESTBOOK_IMAGE", operatorNS, operatorDeployment)
+	return ""
 }

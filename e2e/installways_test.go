@@ -232,15 +232,19 @@ func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	}
 	conditionTrueWithin("guestbooks.webapp.my.domain", "", "guestbook-sample", "Ready", 3*time.Minute)(ctx, t, cfg)
 	if mode.realNode && mode.install != installKustomize {
-		// The kubelet ran the Guestbook's pods from the image the CRD's
-		// default names, pulled by containerd from the loopback registry.
+		// The kubelet ran the Guestbook's pods from the image the manager's
+		// GUESTBOOK_IMAGE names, pulled by containerd from the loopback registry.
 		oc := &operatorv1alpha1.OperatorConfig{}
 		if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
 			t.Fatal(err)
 		}
-		repo, digest, _ := strings.Cut(oc.Spec.Guestbook.Image, "@")
+		image := ""
+		if oc.Status.Effective != nil {
+			image = oc.Status.Effective.GuestbookImage
+		}
+		repo, digest, _ := strings.Cut(image, "@")
 		if name, ok := strings.CutPrefix(repo, release.registry+"/"); !ok || digest == "" || !registryServed(t, name, digest) {
-			t.Errorf("the Guestbook image %s was not pulled from the loopback registry by digest", oc.Spec.Guestbook.Image)
+			t.Errorf("the Guestbook image %q in effect was not pulled from the loopback registry by digest", image)
 		}
 	}
 	return ctx
@@ -420,7 +424,9 @@ func helmUpgrade() features.Feature {
 			return ctx
 		}).
 		Assess("the previous release's kustomize install adopted by helm install under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			installPrevious(ctx, t, cfg, prev, fx)
+			// A user who chose the Guestbook image under the previous
+			// release keeps it through both upgrades.
+			installPrevious(ctx, t, cfg, prev, fx, userGuestbookImage)
 			// docs/install.md, "Moving a kustomize install to Helm".
 			rendered, err := exec.Command("kubectl", "kustomize", prev.config()).Output()
 			if err != nil {
@@ -437,6 +443,7 @@ func helmUpgrade() features.Feature {
 				}
 			}
 			rolloutUnderLoad(ctx, t, fx, "helm install adopting "+prev.version+"'s kustomize install", upgradeTo(cfg, "install"))
+			fx.checkGuestbookImage(ctx, t, "helm install adopting "+prev.version)
 			return ctx
 		}).
 		Assess("helm upgrade from the previous release's chart under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -461,6 +468,7 @@ func helmUpgrade() features.Feature {
 			}
 			waitSettled(ctx, t, 2*time.Minute)
 			rolloutUnderLoad(ctx, t, fx, "helm upgrade from "+prev.version+"'s chart", upgradeTo(cfg, "upgrade"))
+			fx.checkGuestbookImage(ctx, t, "helm upgrade from "+prev.version)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -468,15 +476,4 @@ func helmUpgrade() features.Feature {
 			return ctx
 		}).
 		Feature()
-}
-
-// setGuestbookImageAsReleasesAsk does what the release record asks before
-// an upgrade from a release whose default Guestbook image served no
-// readiness endpoint: the Guestbook server as guestbook.image.
-func setGuestbookImageAsReleasesAsk(ctx context.Context, t *testing.T, cfg *envconf.Config, prev previousRelease) {
-	t.Helper()
-	if oc := previousGuestbookImage(ctx, t); oc != operatorv1alpha1.DefaultGuestbookImage {
-		fmt.Printf("e2e: %s's OperatorConfig names guestbook.image %s; set to %s as RELEASES.md asks before the upgrade\n", prev.version, oc, operatorv1alpha1.DefaultGuestbookImage)
-		patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"guestbook":{"image":%q}}}`, operatorv1alpha1.DefaultGuestbookImage))
-	}
 }

@@ -95,14 +95,20 @@ func buildGuestbookImage(ctx context.Context, _ *envconf.Config) (context.Contex
 		return ctx, fmt.Errorf("%s missing: run make build", bin)
 	}
 	img := operatorv1alpha1.DefaultGuestbookImage
-	args := podrunner.Podman("build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", img, root)
+	// Also as the image a user chooses in the helm upgrade feature.
+	args := podrunner.Podman("build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", img, "-t", userGuestbookImage, root)
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return ctx, fmt.Errorf("podman build -f guestbook.Dockerfile: %w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", img)
-	return ctx, importImages(img)
+	return ctx, importImages(img, userGuestbookImage)
 }
+
+// userGuestbookImage is the spec.guestbook.image a user sets in the helm
+// upgrade feature: another name than any default, so that the test tells
+// a kept choice from a default.
+const userGuestbookImage = "ghcr.io/example/myoperator-guestbook:user-chosen"
 
 // printNode prints what the suite runs on: the node as kubectl shows it and
 // the operator's containers as containerd names them.

@@ -31,6 +31,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/podrunner"
 )
@@ -136,15 +137,19 @@ func releaseUpgrade() features.Feature {
 			fmt.Printf("e2e: previous release %s, commit %s, image %s\n", prev.version, prev.commit, prev.image())
 			fx.previous = prev.version
 			uninstall(t, cfg)
-			installPrevious(ctx, t, cfg, prev, fx)
+			// No configuration edit: the upgrade is the one a user who
+			// never touched the OperatorConfig makes.
+			installPrevious(ctx, t, cfg, prev, fx, "")
 			return ctx
 		}).
-		Assess("upgrade to this tree under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("upgrade to this tree under load, with no configuration edit", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rolloutUnderLoad(ctx, t, fx, "upgrade", applyKustomization(cfg, filepath.Join(root, installedConfig())))
+			fx.checkGuestbookImage(ctx, t, "upgrade")
 			return ctx
 		}).
 		Assess("rollback to the previous release under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rolloutUnderLoad(ctx, t, fx, "rollback to "+prev.version, applyKustomization(cfg, prev.config()))
+			fx.checkRolledBackImage(ctx, t)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -164,9 +169,10 @@ func releaseUpgrade() features.Feature {
 }
 
 // installPrevious installs the previous release from its own
-// kustomization, waits for it, does what the release record asks before
-// an upgrade from it, and creates the fixture it manages.
-func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, prev previousRelease, fx *releaseFixture) {
+// kustomization, waits for it, sets spec.guestbook.image to userImage as a
+// user does (kubectl patch) unless it is empty, and creates the fixture it
+// manages.
+func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, prev previousRelease, fx *releaseFixture, userImage string) {
 	t.Helper()
 	if out, err := kubectl(cfg, "apply", "--server-side", "-k", prev.config()); err != nil {
 		t.Fatalf("installing %s: %v: %s", prev.version, err, out)
@@ -174,7 +180,12 @@ func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, pre
 	if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 		t.Fatalf("%s: %v", prev.version, err)
 	}
-	setGuestbookImageAsReleasesAsk(ctx, t, cfg, prev)
+	fx.previousImage = previousGuestbookImage(ctx, t)
+	fmt.Printf("e2e: %s's bootstrap wrote spec.guestbook.image %s\n", prev.version, fx.previousImage)
+	if fx.userImage = userImage; userImage != "" {
+		fmt.Printf("e2e: a user sets spec.guestbook.image %s (kubectl patch) before the upgrade\n", userImage)
+		patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"guestbook":{"image":%q}}}`, userImage))
+	}
 	fx.create(ctx, t, cfg)
 }
 
@@ -182,6 +193,92 @@ func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, pre
 type releaseFixture struct {
 	previous string                  // the previous release's version
 	operands map[string]operandState // by operandKey
+	// previousImage is the spec.guestbook.image the previous release's
+	// bootstrap wrote (its default); userImage the one a user set, if any.
+	previousImage, userImage string
+}
+
+// checkGuestbookImage: after an upgrade, the Guestbook pods run the image
+// the OperatorConfig's status says is in effect, and they are Ready: the
+// user's image where a user set one (source user), else this release's
+// default (source default), which the previous release's bootstrap had
+// written into the spec as its own default and this release's bootstrap
+// removed.
+func (fx *releaseFixture) checkGuestbookImage(ctx context.Context, t *testing.T, what string) {
+	t.Helper()
+	want, source := fx.userImage, operatorv1alpha1.SourceUser
+	if want == "" {
+		want, source = managerGuestbookImage(ctx, t), operatorv1alpha1.SourceDefault
+	}
+	oc := &operatorv1alpha1.OperatorConfig{}
+	testenv.Eventually(t, 60*time.Second, func() string {
+		if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
+			return err.Error()
+		}
+		e := oc.Status.Effective
+		if e == nil || oc.Status.ObservedGeneration != oc.Generation || e.GuestbookImage != want || e.Sources.GuestbookImage != source {
+			return fmt.Sprintf("OperatorConfig status.effective %+v (observed generation %d of %d), want guestbook image %s from %s",
+				e, oc.Status.ObservedGeneration, oc.Generation, want, source)
+		}
+		return ""
+	})
+	wantSpec := operatorv1alpha1.OperatorConfigSpec{Guestbook: operatorv1alpha1.GuestbookConfig{Image: fx.userImage}}
+	if oc.Spec != wantSpec {
+		t.Errorf("%s: OperatorConfig spec %+v, want %+v: the previous release's defaults removed, a user's choice kept", what, oc.Spec, wantSpec)
+	}
+	fmt.Printf("e2e: %s: OperatorConfig spec %+v; annotation %s: %q\n", what, oc.Spec, bootstrap.ReleasedAnnotation, oc.Annotations[bootstrap.ReleasedAnnotation])
+	fx.waitGuestbookPods(ctx, t, what, want)
+}
+
+// checkRolledBackImage: the previous release's CRD defaults fill the
+// fields this release's bootstrap emptied, so a rollback brings back the
+// previous release's default image (RELEASES.md says so) unless a user
+// chose one.
+func (fx *releaseFixture) checkRolledBackImage(ctx context.Context, t *testing.T) {
+	t.Helper()
+	want := fx.userImage
+	if want == "" {
+		want = fx.previousImage
+	}
+	fx.waitGuestbookPods(ctx, t, "rollback", want)
+}
+
+// waitGuestbookPods waits until the fixture's Guestbook StatefulSet names
+// image and every pod of it runs that image and is Ready.
+func (fx *releaseFixture) waitGuestbookPods(ctx context.Context, t *testing.T, what, image string) {
+	t.Helper()
+	gb := &webappv1.Guestbook{}
+	n := 0
+	testenv.Eventually(t, 3*time.Minute, func() string {
+		if err := kc.Get(ctx, client.ObjectKey{Name: releaseGB}, gb); err != nil {
+			return err.Error()
+		}
+		ns := gb.Status.OperandNamespace
+		sts := &appsv1.StatefulSet{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: releaseGB}, sts); err != nil {
+			return err.Error()
+		}
+		if got := sts.Spec.Template.Spec.Containers[0].Image; got != image {
+			return fmt.Sprintf("StatefulSet %s/%s names image %s, want %s", ns, releaseGB, got, image)
+		}
+		pods := &corev1.PodList{}
+		if err := kc.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
+			return err.Error()
+		}
+		if n = len(pods.Items); int32(n) != *sts.Spec.Replicas {
+			return fmt.Sprintf("%d pods, want %d", n, *sts.Spec.Replicas)
+		}
+		for _, p := range pods.Items {
+			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			})
+			if p.Spec.Containers[0].Image != image || !ready || !p.DeletionTimestamp.IsZero() {
+				return fmt.Sprintf("pod %s: image %s, Ready %t, deleting %t; want %s Ready", p.Name, p.Spec.Containers[0].Image, ready, !p.DeletionTimestamp.IsZero(), image)
+			}
+		}
+		return ""
+	})
+	fmt.Printf("e2e: %s: the Guestbook's %d pods run %s and are Ready\n", what, n, image)
 }
 
 // create writes Drinks through every version and a Guestbook, waits for
@@ -845,7 +942,8 @@ func checkStable(ctx context.Context, t *testing.T, what string) {
 }
 
 // previousGuestbookImage is guestbook.image in the OperatorConfig that the
-// previous release's bootstrap created.
+// previous release's bootstrap created (its default, which it wrote into
+// the spec).
 func previousGuestbookImage(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	oc := &operatorv1alpha1.OperatorConfig{}

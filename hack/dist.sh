@@ -20,8 +20,8 @@
 #
 # The Guestbook's image is built first: its reference by digest becomes the
 # default the manager binary is built with (GUESTBOOK_DEFAULT_IMAGE) and the
-# default the OperatorConfig CRD writes, so that a release runs exactly the
-# Guestbook image it ships. Then the manager's image, whose digest
+# manager's GUESTBOOK_IMAGE in the manifests, so that a release runs exactly
+# the Guestbook image it ships. Then the manager's image, whose digest
 # install.yaml names.
 #
 # RELEASE_IMAGES=0 builds no image (make release's tests): the binaries are
@@ -84,7 +84,7 @@ done
 say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
 
 # The manifests: config/default (and its cert-manager form) with the
-# manager's image and the Guestbook default of this release.
+# manager's image and the Guestbook default (GUESTBOOK_IMAGE) of this release.
 mkdir -p "$root/bin"
 overlay=$(mktemp -d "$root/bin/dist-overlay.XXXXXX")
 trap 'rm -rf "$overlay"' EXIT
@@ -101,12 +101,21 @@ images:
 $(if [ -n "$manager_digest" ]; then echo "  digest: $manager_digest"; else echo "  newTag: $version"; fi)
 patches:
 - target:
-    kind: CustomResourceDefinition
-    name: operatorconfigs.operator.example.com
+    kind: Deployment
+    name: myoperator-controller-manager
   patch: |-
-    - op: replace
-      path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/guestbook/properties/image/default
-      value: $guestbook_ref
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: myoperator-controller-manager
+    spec:
+      template:
+        spec:
+          containers:
+          - name: manager
+            env:
+            - name: GUESTBOOK_IMAGE
+              value: $guestbook_ref
 EOT
   kubectl kustomize "$overlay/${1##*/}" >"$2"
 }
@@ -116,7 +125,7 @@ grep -h 'image: ' "$dist/install.yaml" | sed 's/^ *- *//; s/^ *image: //' | sort
 echo "$guestbook_ref" >>"$dist/images.txt"
 manager_ref=$IMAGE_REPO${manager_digest:+@$manager_digest}
 [ -n "$manager_digest" ] || manager_ref=$IMAGE_REPO:$version
-grep -q "default: $guestbook_ref\$" "$dist/install.yaml" || fail "install.yaml: the OperatorConfig CRD's guestbook.image default is not $guestbook_ref"
+grep -A1 -- "- name: GUESTBOOK_IMAGE" "$dist/install.yaml" | grep -q "value: $guestbook_ref\$" || fail "install.yaml: the manager's GUESTBOOK_IMAGE is not $guestbook_ref"
 grep -qx "$manager_ref" "$dist/images.txt" || fail "install.yaml does not name the manager's image $manager_ref: $(tr '\n' ' ' <"$dist/images.txt")"
 
 # The Helm chart: generated from the same overlay as install.yaml, so its

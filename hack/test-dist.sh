@@ -3,8 +3,9 @@
 # images for the newest recorded release, then
 # - every file of dist/ holds its SHA256SUMS line;
 # - install.yaml names the manager's image by the digest of its archive,
-#   and the OperatorConfig CRD's default guestbook.image is the Guestbook
-#   image's archive by digest, which the manager binary carries too;
+#   and the manager's GUESTBOOK_IMAGE (the default guestbook.image) is the
+#   Guestbook image's archive by digest, which the manager binary carries
+#   too;
 # - make release-push sends both archives to a registry on loopback
 #   (hack/registry serve), install.yaml then names the registry, and
 #   podman pulls each image from it by that digest, for every platform;
@@ -37,12 +38,15 @@ gb_tag=${gb_archive#dist/myoperator-guestbook_}
 gb_tag=${gb_tag%.oci.tar}
 gb=$(index_digest "$gb_archive")
 grep -q "image: ghcr.io/example/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name the manager by $mgr"
-grep -q "default: ghcr.io/example/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD's guestbook.image default is not the archive's $gb"
+# gb_env FILE: the value of the manager's GUESTBOOK_IMAGE in FILE.
+gb_env() { grep -A1 -- "- name: GUESTBOOK_IMAGE" "$1" | sed -n 's/^ *value: //p'; }
+[ "$(gb_env dist/install.yaml)" = "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" ] || fail "the manager's GUESTBOOK_IMAGE is not the archive's $gb: $(gb_env dist/install.yaml)"
 grep -aq "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" "bin/linux_$(go env GOARCH)/manager" || fail "the manager binary does not carry the Guestbook image $gb"
-say "install.yaml: manager @$mgr; Guestbook default :$gb_tag@$gb, also in the manager binary"
+say "install.yaml: manager @$mgr; GUESTBOOK_IMAGE :$gb_tag@$gb, also in the manager binary"
 
 # check_packages REPO: the chart's values and the bundle's CSV name the
-# manager as REPO/myoperator by digest, and the Guestbook's default by digest.
+# manager as REPO/myoperator by digest, and the chart's GUESTBOOK_IMAGE the
+# Guestbook's default by digest.
 chart=dist/myoperator-${version#v}.tgz
 check_packages() {
   local values csv
@@ -51,8 +55,9 @@ check_packages() {
     fail "$chart: values.yaml does not name $1/myoperator@$mgr"
   [ "$(HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" | grep -c "image: $1/myoperator@$mgr\$")" = 2 ] ||
     fail "helm template $chart does not name $1/myoperator@$mgr in both containers"
-  tar -xzOf "$chart" myoperator/templates/customresourcedefinition-operatorconfigs.operator.example.com.yaml | grep -q "default: $1/myoperator-guestbook:$gb_tag@$gb\$" ||
-    fail "$chart: the OperatorConfig CRD's guestbook.image default is not $1/myoperator-guestbook:$gb_tag@$gb"
+  HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" >bin/test-dist-chart.yaml
+  [ "$(gb_env bin/test-dist-chart.yaml)" = "$1/myoperator-guestbook:$gb_tag@$gb" ] ||
+    fail "$chart: the manager's GUESTBOOK_IMAGE is not $1/myoperator-guestbook:$gb_tag@$gb"
   csv=$(tar -xzOf "dist/myoperator-bundle_$version.tar.gz" manifests/myoperator.clusterserviceversion.yaml)
   grep -q "image: $1/myoperator@$mgr\$" <<<"$csv" || fail "the bundle's CSV does not name $1/myoperator@$mgr"
   say "chart and bundle name $1/myoperator@$mgr"
@@ -78,7 +83,7 @@ for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 &&
 to=127.0.0.1:$port/release
 make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep '^registry:' || fail "make release-push failed"
 grep -q "image: $to/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name $to/myoperator@$mgr after the push"
-grep -q "default: $to/myoperator-guestbook:$gb_tag@$gb\$" dist/install.yaml || fail "the CRD default does not name the registry after the push"
+[ "$(gb_env dist/install.yaml)" = "$to/myoperator-guestbook:$gb_tag@$gb" ] || fail "the manager's GUESTBOOK_IMAGE does not name the registry after the push"
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold after the push"
 check_packages "$to"
 

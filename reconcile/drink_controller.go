@@ -60,7 +60,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}()
 
 	d.Status.AuthoredVersion = AuthoredVersion(d)
-	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, r.Recorder, d, &d.Status.Conditions, d.Generation)
+	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, &d.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

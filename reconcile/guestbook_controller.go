@@ -64,7 +64,7 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, g, func(g *webappv1.Guestbook) any { return &g.Status })})
 	}()
 
-	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, r.Recorder, g, &g.Status.Conditions, g.Generation)
+	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, &g.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,6 +34,8 @@ type OperatorConfigReconciler struct {
 	Level zap.AtomicLevel
 	// Namespace is the operator's namespace, where the record lives.
 	Namespace string
+	// Recorder records the event that says the OperatorConfig is missing.
+	Recorder events.EventRecorder
 	// Migration is the storage migration's outcome, reported as Degraded.
 	Migration *migrate.Status
 	// MigrationDone triggers a reconcile when the migration finishes.
@@ -60,7 +64,11 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 	log.V(1).Info("configuration applied", "state", res.State, "effective", res.Effective)
 	if res.State == opconfig.StateMissing {
 		log.Info("OperatorConfig is missing; running on the "+res.Source(), "effective", res.Effective)
-		return ctrl.Result{}, nil // no object to write status to
+		if !r.leading() {
+			return ctrl.Result{}, nil
+		}
+		// No object to write status to: the record says it, once.
+		return ctrl.Result{}, r.markMissing(ctx, res)
 	}
 	if !r.leading() {
 		return ctrl.Result{}, nil
@@ -81,6 +89,7 @@ func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 		_, migrationErr = r.Migration.Get()
 	}
 	setConfigDegraded(c, res, migrationErr)
+	setConfigReady(c)
 	return ctrl.Result{}, persistStatus(ctx, r.Client, read, c, func(c *operatorv1alpha1.OperatorConfig) any { return &c.Status })
 }
 
@@ -106,16 +115,53 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	case err != nil:
 		return err
 	}
-	if maps.Equal(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue {
+	_, missing := have.Annotations[MissingSinceAnnotation]
+	if maps.Equal(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue && !missing {
 		return nil
 	}
 	have.Data = want.Data
+	delete(have.Annotations, MissingSinceAnnotation)
 	if have.Labels == nil {
 		have.Labels = map[string]string{}
 	}
 	have.Labels[ManagedByLabel] = ManagedByValue
 	if err := r.Client.Update(ctx, have, client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
+}
+
+// MissingSinceAnnotation is set on the record while the OperatorConfig is
+// missing, to the time it was found missing; the next accepted
+// OperatorConfig removes it.
+const MissingSinceAnnotation = "operator.example.com/operatorconfig-missing-since"
+
+// markMissing says, once per outage, that the OperatorConfig is missing:
+// the record's MissingSinceAnnotation and a Warning event on the record.
+// Without a record (none was ever accepted) there is nothing to keep and
+// nowhere to write; the log and the metric say it.
+func (r *OperatorConfigReconciler) markMissing(ctx context.Context, res opconfig.Result) error {
+	have := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: opconfig.RecordName}, have)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, marked := have.Annotations[MissingSinceAnnotation]; marked {
+		return nil
+	}
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	have.Annotations[MissingSinceAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	if err := r.Client.Update(ctx, have, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("marking ConfigMap %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(have, nil, corev1.EventTypeWarning, ReasonConfigMissing, "UseAcceptedConfig",
+			"OperatorConfig cluster is missing: the operator keeps running every Drink and Guestbook on the %s (this record); create it again, or restart the operator (its bootstrap creates it)", res.Source())
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -18,6 +19,19 @@ const (
 	ReasonConfigKept             = "RecreatedConfigNotApplied"
 	ReasonStorageMigrationFailed = "StorageMigrationFailed"
 )
+
+// setConfigReady: the operator runs with this config as written
+// (Available and not Degraded), so kubectl wait --for=condition=Ready
+// works; otherwise it carries Degraded's reason and message.
+func setConfigReady(c *operatorv1alpha1.OperatorConfig) {
+	deg := meta.FindStatusCondition(c.Status.Conditions, operatorv1alpha1.ConditionDegraded)
+	if deg != nil && deg.Status == metav1.ConditionTrue {
+		setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionReady, metav1.ConditionFalse, deg.Reason, deg.Message)
+		return
+	}
+	setCondition(&c.Status.Conditions, c.Generation, operatorv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonApplied,
+		"the operator runs with this configuration; status.effective shows every value and its source")
+}
 
 // setConfigAvailable: the operator runs (with this config, the last
 // accepted one or defaults).

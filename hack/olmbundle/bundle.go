@@ -282,24 +282,25 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 
 // relatedImages lists every image the operator runs, so that a
 // disconnected cluster's mirror (oc adm catalog mirror, opm) copies them:
-// the manager's, and the Guestbook pods' default, which the
-// OperatorConfig CRD writes into spec.guestbook.image.
+// the manager's, and the Guestbook pods' default, which the manager's
+// GUESTBOOK_IMAGE names.
 func relatedImages(all []*unstructured.Unstructured, manager string) ([]any, error) {
 	guestbook := ""
-	for _, crd := range manifests.OfKind(all, "CustomResourceDefinition") {
-		if crd.GetName() != "operatorconfigs.operator.example.com" {
-			continue
-		}
-		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range versions {
-			vm, _ := v.(map[string]any)
-			if img, ok, _ := unstructured.NestedString(vm, "schema", "openAPIV3Schema", "properties", "spec", "properties", "guestbook", "properties", "image", "default"); ok {
-				guestbook = img
+	for _, d := range manifests.OfKind(all, "Deployment") {
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			cm, _ := c.(map[string]any)
+			env, _, _ := unstructured.NestedSlice(cm, "env")
+			for _, e := range env {
+				em, _ := e.(map[string]any)
+				if em["name"] == "GUESTBOOK_IMAGE" {
+					guestbook, _ = em["value"].(string)
+				}
 			}
 		}
 	}
 	if manager == "" || guestbook == "" {
-		return nil, fmt.Errorf("related images: the manager's %q or the Guestbook's default %q not found in config/default", manager, guestbook)
+		return nil, fmt.Errorf("related images: the manager's %q or the Guestbook's default (GUESTBOOK_IMAGE) %q not found in config/default", manager, guestbook)
 	}
 	return []any{
 		map[string]any{"name": "manager", "image": manager},

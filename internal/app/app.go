@@ -357,7 +357,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&reconcile.OperatorConfigReconciler{
 		Client: mgr.GetClient(), Level: o.LogLevel, Namespace: o.Namespace,
-		Migration: migration, MigrationDone: migrationDone, Elected: mgr.Elected(),
+		Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Migration: migration, MigrationDone: migrationDone, Elected: mgr.Elected(),
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}

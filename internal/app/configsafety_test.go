@@ -24,6 +24,7 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -93,9 +94,10 @@ func (r *replicas) stop(t *testing.T) {
 // TestConfigOutageNeverDestroys: the OperatorConfig deleted, then made
 // invalid behind its (fail-open) webhook's back, each time with both
 // replicas restarted meanwhile: the Guestbook's operands keep their UIDs,
-// Unmanaged stays in force, and the conditions say why; a valid config
-// clears it within 10 s. Deleted and recreated by the bootstrap with
-// defaults, the OperatorConfig moves no operand.
+// Unmanaged stays in force, and the record (missing) or the
+// OperatorConfig's conditions (invalid) say why, never each Drink; a valid
+// config clears it within 10 s. Deleted and recreated by the bootstrap with
+// an empty spec, the OperatorConfig moves no operand.
 func TestConfigOutageNeverDestroys(t *testing.T) {
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx := context.Background()
@@ -129,26 +131,48 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		return wantCondition(g.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
 	})
 
-	// 1. Deleted, both replicas restarted meanwhile.
-	r.stop(t)
-	deleteConfig(t, c)
-	r.start(t)
-	waitGuestbook(t, c, "missing config: Unmanaged kept and said", func(g *webappv1.Guestbook) string {
-		if msg := wantCondition(g.Status.Conditions, reconcile.ConditionConfigDegraded, metav1.ConditionTrue, reconcile.ReasonConfigMissing); msg != "" {
-			return msg
-		}
-		return wantCondition(g.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
-	})
+	var unmanagedDrink string
 	testenv.Eventually(t, 20*time.Second, func() string {
 		d := &drinksv1.Drink{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(drink), d); err != nil {
 			return err.Error()
 		}
-		if msg := wantCondition(d.Status.Conditions, reconcile.ConditionConfigDegraded, metav1.ConditionTrue, reconcile.ReasonConfigMissing); msg != "" {
-			return "Drink: " + msg
-		}
-		return wantEvent(ctx, c, "drinks", "tea", reconcile.ReasonConfigMissing)
+		unmanagedDrink = d.ResourceVersion
+		return wantCondition(d.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
 	})
+
+	// 1. Deleted, both replicas restarted meanwhile. The outage changes no
+	// Drink's or Guestbook's outcome, so it is said once, on the record
+	// (and in the log, an event and the metric), not on each object.
+	r.stop(t)
+	deleteConfig(t, c)
+	r.start(t)
+	testenv.Eventually(t, 30*time.Second, func() string {
+		rec := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, rec); err != nil {
+			return err.Error()
+		}
+		if rec.Annotations[reconcile.MissingSinceAnnotation] == "" {
+			return fmt.Sprintf("the record's annotations %v do not say the OperatorConfig is missing", rec.Annotations)
+		}
+		return wantEvent(ctx, c, operatorNS, opconfig.RecordName, reconcile.ReasonConfigMissing)
+	})
+	waitGuestbook(t, c, "missing config: Unmanaged kept", func(g *webappv1.Guestbook) string {
+		return wantCondition(g.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
+	})
+	// Both replicas have reconciled every object by now (the Guestbook's
+	// status says Unmanaged under the new leader); the Drink was not
+	// written.
+	d := &drinksv1.Drink{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(drink), d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ResourceVersion != unmanagedDrink || meta.FindStatusCondition(d.Status.Conditions, reconcile.ConditionConfigDegraded) != nil {
+		t.Errorf("the outage wrote the Drink: resourceVersion %s -> %s, conditions %+v", unmanagedDrink, d.ResourceVersion, d.Status.Conditions)
+	}
+	if msg := wantEvent(ctx, c, "drinks", "tea", reconcile.ReasonConfigMissing); msg == "" {
+		t.Errorf("an event %s on the Drink: the outage is said on the record only", reconcile.ReasonConfigMissing)
+	}
 	checkOperandsKept(t, c, uids)
 
 	// 2. Invalid behind the webhook's back (the replicas are down, the
@@ -165,6 +189,12 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	waitConfig(t, c, "invalid config: Degraded says so", func(oc *operatorv1alpha1.OperatorConfig) string {
 		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, reconcile.ReasonInvalidConfig); msg != "" {
 			return msg
+		}
+		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionReady, metav1.ConditionFalse, reconcile.ReasonInvalidConfig); msg != "" {
+			return msg
+		}
+		if src := oc.Status.Effective.Sources.ManagementState; src != operatorv1alpha1.SourceKept {
+			return fmt.Sprintf("effective managementState's source %q, want kept", src)
 		}
 		if e := oc.Status.Effective; e == nil || e.ManagementState != operatorv1alpha1.Unmanaged || e.GuestbookNamespace != "team-a" {
 			return fmt.Sprintf("effective %+v, want the accepted Unmanaged in team-a", e)
@@ -190,6 +220,9 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded, metav1.ConditionFalse, reconcile.ReasonAsExpected); msg != "" {
 			return msg
 		}
+		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionReady, metav1.ConditionTrue, reconcile.ReasonApplied); msg != "" {
+			return msg
+		}
 		g := &webappv1.Guestbook{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "gb"}, g); err != nil {
 			return err.Error()
@@ -202,8 +235,9 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	t.Logf("valid config in force after %s", time.Since(start).Round(time.Millisecond))
 	checkOperandsKept(t, c, uids)
 
-	// 4. Deleted and recreated by the bootstrap with defaults (namespace
-	// "guestbook"): no operand moves, and the OperatorConfig says why.
+	// 4. Deleted and recreated by the bootstrap with an empty spec (the
+	// default namespace "guestbook"): no operand moves, and the
+	// OperatorConfig says why.
 	deleteConfig(t, c)
 	if err := bootstrap.CreateDefaultConfig(ctx, logr.Discard(), c); err != nil {
 		t.Fatal(err)
@@ -212,8 +246,15 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, reconcile.ReasonConfigKept); msg != "" {
 			return msg
 		}
-		if e := oc.Status.Effective; e == nil || e.GuestbookNamespace != "team-a" {
+		if e := oc.Status.Effective; e == nil || e.GuestbookNamespace != "team-a" || e.Sources.GuestbookNamespace != operatorv1alpha1.SourceKept {
 			return fmt.Sprintf("effective %+v, want the operands kept in team-a", e)
+		}
+		rec := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, rec); err != nil {
+			return err.Error()
+		}
+		if v, ok := rec.Annotations[reconcile.MissingSinceAnnotation]; ok {
+			return "the record still says the OperatorConfig is missing since " + v
 		}
 		return ""
 	})

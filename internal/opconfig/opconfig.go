@@ -39,7 +39,8 @@ var States = []State{StateAccepted, StateInvalid, StateMissing}
 type Record struct {
 	// SourceUID is the UID of the accepted OperatorConfig.
 	SourceUID types.UID `json:"sourceUID"`
-	// Spec is its spec when it was accepted, defaults filled in.
+	// Spec is its spec when it was accepted, defaults filled in (so that an
+	// edit of guestbook.namespace is told from a default that stays).
 	Spec operatorv1alpha1.OperatorConfigSpec `json:"spec"`
 	// Effective is the configuration the operator ran with.
 	Effective operatorv1alpha1.EffectiveConfig `json:"effective"`
@@ -64,41 +65,91 @@ type Result struct {
 	Config *operatorv1alpha1.OperatorConfig
 }
 
-// Defaults is the configuration of DefaultSpec.
+// Defaults is the configuration of DefaultSpec: every value the running
+// release's default.
 func Defaults() operatorv1alpha1.EffectiveConfig {
-	return effective(operatorv1alpha1.DefaultSpec())
+	return Effective(operatorv1alpha1.OperatorConfigSpec{})
 }
 
 // Complete fills every omitted field of a spec with its default.
 func Complete(s operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.OperatorConfigSpec {
 	d := operatorv1alpha1.DefaultSpec()
-	if s.ManagementState == "" {
-		s.ManagementState = d.ManagementState
-	}
-	if s.LogLevel == "" {
-		s.LogLevel = d.LogLevel
-	}
-	if s.Drinks.DefaultSize == "" {
-		s.Drinks.DefaultSize = d.Drinks.DefaultSize
-	}
-	if s.Guestbook.Namespace == "" {
-		s.Guestbook.Namespace = d.Guestbook.Namespace
-	}
-	if s.Guestbook.Image == "" {
-		s.Guestbook.Image = d.Guestbook.Image
-	}
+	fill(&s.ManagementState, d.ManagementState)
+	fill(&s.LogLevel, d.LogLevel)
+	fill(&s.Drinks.DefaultSize, d.Drinks.DefaultSize)
+	fill(&s.Guestbook.Namespace, d.Guestbook.Namespace)
+	fill(&s.Guestbook.Image, d.Guestbook.Image)
 	return s
 }
 
-func effective(s operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.EffectiveConfig {
-	s = Complete(s)
-	return operatorv1alpha1.EffectiveConfig{
+func fill[T ~string](v *T, def T) {
+	if *v == "" {
+		*v = def
+	}
+}
+
+// source is where a value of the spec comes from: the user's when set.
+func source[T ~string](v T) operatorv1alpha1.Source {
+	if v == "" {
+		return operatorv1alpha1.SourceDefault
+	}
+	return operatorv1alpha1.SourceUser
+}
+
+// Effective is the one place the configuration in effect is computed from
+// a spec: each field the spec sets, the running release's default for each
+// it leaves out, and where each value came from.
+func Effective(spec operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.EffectiveConfig {
+	s := Complete(spec)
+	e := operatorv1alpha1.EffectiveConfig{
 		ManagementState:    s.ManagementState,
 		LogLevel:           s.LogLevel,
 		DrinkDefaultSize:   s.Drinks.DefaultSize,
 		GuestbookNamespace: s.Guestbook.Namespace,
 		GuestbookImage:     s.Guestbook.Image,
+		Sources: operatorv1alpha1.EffectiveSources{
+			ManagementState:    source(spec.ManagementState),
+			LogLevel:           source(spec.LogLevel),
+			DrinkDefaultSize:   source(spec.Drinks.DefaultSize),
+			GuestbookNamespace: source(spec.Guestbook.Namespace),
+			GuestbookImage:     source(spec.Guestbook.Image),
+		},
 	}
+	e.Customized = customized(e)
+	return e
+}
+
+// customized lists the spec fields whose value in effect differs from the
+// running release's default, by their path in the spec.
+func customized(e operatorv1alpha1.EffectiveConfig) []string {
+	d := Complete(operatorv1alpha1.OperatorConfigSpec{})
+	var out []string
+	for _, f := range []struct {
+		path      string
+		is, isDef string
+	}{
+		{"managementState", string(e.ManagementState), string(d.ManagementState)},
+		{"logLevel", string(e.LogLevel), string(d.LogLevel)},
+		{"drinks.defaultSize", string(e.DrinkDefaultSize), string(d.Drinks.DefaultSize)},
+		{"guestbook.namespace", e.GuestbookNamespace, d.Guestbook.Namespace},
+		{"guestbook.image", e.GuestbookImage, d.Guestbook.Image},
+	} {
+		if f.is != f.isDef {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}
+
+// kept is a configuration the operator keeps from its record while the
+// OperatorConfig cannot be used: every value is the kept one, and what is
+// customized is measured against the running release's defaults (which
+// may have changed since the record was written).
+func kept(e operatorv1alpha1.EffectiveConfig) operatorv1alpha1.EffectiveConfig {
+	k := operatorv1alpha1.SourceKept
+	e.Sources = operatorv1alpha1.EffectiveSources{ManagementState: k, LogLevel: k, DrinkDefaultSize: k, GuestbookNamespace: k, GuestbookImage: k}
+	e.Customized = customized(e)
+	return e
 }
 
 // Resolve decides the configuration from the OperatorConfig c (nil when
@@ -106,17 +157,18 @@ func effective(s operatorv1alpha1.OperatorConfigSpec) operatorv1alpha1.Effective
 //
 //   - missing or invalid c: the record's configuration (defaults without
 //     one), nothing is accepted;
-//   - valid c: its spec, except guestbook.namespace, which moves operands
-//     (the old ones are deleted): it changes only through an edit of the
-//     accepted OperatorConfig (same UID, the field differs from the recorded
-//     spec). A new OperatorConfig (another UID, for example recreated by the
-//     bootstrap with defaults) keeps the recorded namespace, and Kept says
-//     so. managementState is not kept: Managed is what a valid config says,
+//   - valid c: its spec over the running release's defaults, except
+//     guestbook.namespace, which moves operands (the old ones are
+//     deleted): it changes only through an edit of the accepted
+//     OperatorConfig (same UID, the field differs from the recorded spec).
+//     A new OperatorConfig (another UID, for example recreated by the
+//     bootstrap) keeps the recorded namespace, and Kept says so.
+//     managementState is not kept: Managed is what a valid config says,
 //     and resuming destroys nothing.
 func Resolve(c *operatorv1alpha1.OperatorConfig, rec *Record, operatorNamespace string) Result {
 	fallback := Result{Effective: Defaults()}
 	if rec != nil {
-		fallback = Result{Effective: rec.Effective, FromRecord: true}
+		fallback = Result{Effective: kept(rec.Effective), FromRecord: true}
 	}
 	if c == nil {
 		fallback.State = StateMissing
@@ -127,13 +179,15 @@ func Resolve(c *operatorv1alpha1.OperatorConfig, rec *Record, operatorNamespace 
 		return fallback
 	}
 	spec := Complete(c.Spec)
-	out := Result{State: StateAccepted, Effective: effective(spec)}
+	out := Result{State: StateAccepted, Effective: Effective(c.Spec)}
 	if rec != nil {
 		edited := func(was, is string) bool { return c.UID == rec.SourceUID && was != is }
 		if e := &out.Effective; e.GuestbookNamespace != rec.Effective.GuestbookNamespace &&
 			!edited(rec.Spec.Guestbook.Namespace, spec.Guestbook.Namespace) {
 			out.Kept = append(out.Kept, keptMessage("guestbook.namespace", spec.Guestbook.Namespace, rec.Effective.GuestbookNamespace))
 			e.GuestbookNamespace = rec.Effective.GuestbookNamespace
+			e.Sources.GuestbookNamespace = operatorv1alpha1.SourceKept
+			e.Customized = customized(*e)
 		}
 	}
 	out.Record = &Record{SourceUID: c.UID, Spec: spec, Effective: out.Effective}

@@ -109,7 +109,7 @@ func TestResolve(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("state, namespace, management, level, kept, recorded, from record (-want +got):\n%s\nkept: %v", diff, res.Kept)
 			}
-			if res.Record != nil && res.Record.Effective != res.Effective {
+			if res.Record != nil && !cmp.Equal(res.Record.Effective, res.Effective) {
 				t.Errorf("the record holds %+v, the operator runs %+v", res.Record.Effective, res.Effective)
 			}
 		})
@@ -137,11 +137,13 @@ func TestRecordConfigMapRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCRDDefaultsMatchDefaultSpec applies the generated CRD's schema
-// defaults, with the API server's own defaulting algorithm, to an
-// OperatorConfig written with an empty spec, and to one without a spec:
-// both must equal DefaultSpec, the one place the defaults are written in Go.
-func TestCRDDefaultsMatchDefaultSpec(t *testing.T) {
+// TestCRDWritesNoDefaults applies the generated CRD's schema defaults, with
+// the API server's own defaulting algorithm, to OperatorConfigs written
+// with an empty spec, without one, and with one field: the spec must stay
+// exactly as written. A schema default would be stored in the spec on the
+// next write, and the operator could no longer tell it from a user's
+// choice, so a default a later release changes would never reach it.
+func TestCRDWritesNoDefaults(t *testing.T) {
 	root, err := manifests.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -162,30 +164,83 @@ func TestCRDDefaultsMatchDefaultSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := json.Marshal(operatorv1alpha1.DefaultSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, written := range []string{`{"spec":{}}`, `{}`, `{"spec":{"drinks":{},"guestbook":{}}}`} {
+	for _, written := range []string{`{"spec":{}}`, `{}`, `{"spec":{"drinks":{},"guestbook":{}}}`, `{"spec":{"guestbook":{"image":"example.com/gb:1"}}}`} {
 		obj := map[string]any{}
 		if err := json.Unmarshal([]byte(written), &obj); err != nil {
 			t.Fatal(err)
 		}
 		structuraldefaulting.Default(obj, structural)
-		got, err := json.Marshal(obj["spec"])
+		got, err := json.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var g, w map[string]any
-		_ = json.Unmarshal(got, &g)
-		_ = json.Unmarshal(want, &w)
-		if diff := cmp.Diff(w, g); diff != "" {
-			t.Errorf("CRD defaults of %s differ from operatorv1alpha1.DefaultSpec (-DefaultSpec +CRD); change the +kubebuilder:default markers or DefaultSpec so they agree:\n%s", written, diff)
+		if string(got) != written {
+			t.Errorf("the CRD's schema defaults turn %s into %s; remove the +kubebuilder:default markers (opconfig.Effective applies the defaults)", written, got)
 		}
 	}
 	// Every field of DefaultSpec is set, so that a new field without a
 	// default fails here rather than silently running on "".
+	want, err := json.Marshal(operatorv1alpha1.DefaultSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(string(want), `""`) {
 		t.Errorf("DefaultSpec leaves a field empty: %s", want)
 	}
+}
+
+// TestEffective: every value of the configuration in effect says where it
+// came from, and Customized names exactly the values that differ from the
+// running release's defaults.
+func TestEffective(t *testing.T) {
+	d := operatorv1alpha1.DefaultSpec()
+	user, def, keptSrc := operatorv1alpha1.SourceUser, operatorv1alpha1.SourceDefault, operatorv1alpha1.SourceKept
+	tests := []struct {
+		name       string
+		c          *operatorv1alpha1.OperatorConfig
+		rec        *opconfig.Record
+		sources    operatorv1alpha1.EffectiveSources
+		customized []string
+	}{
+		{name: "empty spec: every value a default", c: empty("a"),
+			sources: operatorv1alpha1.EffectiveSources{ManagementState: def, LogLevel: def, DrinkDefaultSize: def, GuestbookNamespace: def, GuestbookImage: def}},
+		{name: "a user's value, and one equal to the default",
+			c: withSpec(empty("a"), func(s *operatorv1alpha1.OperatorConfigSpec) {
+				s.Guestbook.Image = "example.com/gb:2"
+				s.LogLevel = d.LogLevel
+			}),
+			sources:    operatorv1alpha1.EffectiveSources{ManagementState: def, LogLevel: user, DrinkDefaultSize: def, GuestbookNamespace: def, GuestbookImage: user},
+			customized: []string{"guestbook.image"}},
+		{name: "recreated: the namespace is kept", c: empty("b"), rec: record(teamA),
+			sources:    operatorv1alpha1.EffectiveSources{ManagementState: def, LogLevel: def, DrinkDefaultSize: def, GuestbookNamespace: keptSrc, GuestbookImage: def},
+			customized: []string{"guestbook.namespace"}},
+		{name: "invalid: every value kept from the record",
+			c:          withSpec(empty("a"), func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "kube-system" }),
+			rec:        record(unmanagedTeamA),
+			sources:    operatorv1alpha1.EffectiveSources{ManagementState: keptSrc, LogLevel: keptSrc, DrinkDefaultSize: keptSrc, GuestbookNamespace: keptSrc, GuestbookImage: keptSrc},
+			customized: []string{"managementState", "guestbook.namespace"}},
+		{name: "invalid, never accepted: defaults",
+			c:       withSpec(empty("a"), func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "default" }),
+			sources: operatorv1alpha1.EffectiveSources{ManagementState: def, LogLevel: def, DrinkDefaultSize: def, GuestbookNamespace: def, GuestbookImage: def}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := opconfig.Resolve(tt.c, tt.rec, operatorNS).Effective
+			if diff := cmp.Diff(tt.sources, e.Sources); diff != "" {
+				t.Errorf("sources (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.customized, e.Customized); diff != "" {
+				t.Errorf("customized (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func empty(uid types.UID) *operatorv1alpha1.OperatorConfig {
+	return &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName, UID: uid}}
+}
+
+func withSpec(c *operatorv1alpha1.OperatorConfig, mutate func(*operatorv1alpha1.OperatorConfigSpec)) *operatorv1alpha1.OperatorConfig {
+	mutate(&c.Spec)
+	return c
 }

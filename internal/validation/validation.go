@@ -174,9 +174,22 @@ func ValidateOperatorConfig(c *operatorv1alpha1.OperatorConfig, operatorNamespac
 	case ns != "" && ns == operatorNamespace:
 		errs = append(errs, field.Forbidden(nsPath, fmt.Sprintf("%q is the operator's own namespace (Pod Security restricted); choose another one for Guestbook operands", ns)))
 	}
-	if img := c.Spec.Guestbook.Image; img != "" && !imageRef.MatchString(img) {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "guestbook", "image"), img,
-			"must be a container image reference such as registry.example.com/team/app:1.2 or app@sha256:<hex>"))
+	if img := c.Spec.Guestbook.Image; img != "" {
+		errs = append(errs, validateImage(field.NewPath("spec", "guestbook", "image"), img)...)
 	}
 	return errs
+}
+
+// ValidateGuestbookImage checks the manager's default Guestbook image (its
+// --guestbook-image) as spec.guestbook.image is checked.
+func ValidateGuestbookImage(img string) field.ErrorList {
+	return validateImage(field.NewPath("guestbookImage"), img)
+}
+
+func validateImage(p *field.Path, img string) field.ErrorList {
+	if !imageRef.MatchString(img) {
+		return field.ErrorList{field.Invalid(p, img,
+			"must be a container image reference such as registry.example.com/team/app:1.2 or app@sha256:<hex>")}
+	}
+	return nil
 }

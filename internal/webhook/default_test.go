@@ -4,10 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/webhook"
 )
@@ -71,27 +69,11 @@ func TestDefaultDrink(t *testing.T) {
 	}
 }
 
-func TestDefaultGuestbookAndOperatorConfig(t *testing.T) {
+func TestDefaultGuestbook(t *testing.T) {
 	g := &webappv1.Guestbook{Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "cm"}}
 	webhook.DefaultGuestbook(g)
 	webhook.DefaultGuestbook(g)
 	if g.Spec.Alias != webappv1.AliasName {
 		t.Errorf("alias %q, want Name", g.Spec.Alias)
-	}
-	c := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
-	c.Spec.LogLevel = operatorv1alpha1.LogDebug
-	webhook.DefaultOperatorConfig(c)
-	once := c.DeepCopy()
-	webhook.DefaultOperatorConfig(c)
-	want := operatorv1alpha1.OperatorConfigSpec{
-		ManagementState: operatorv1alpha1.Managed, LogLevel: operatorv1alpha1.LogDebug,
-		Drinks:    operatorv1alpha1.DrinksConfig{DefaultSize: "Medium"},
-		Guestbook: operatorv1alpha1.GuestbookConfig{Namespace: "guestbook", Image: "ghcr.io/example/myoperator-guestbook:v1.0.0"},
-	}
-	if diff := cmp.Diff(want, c.Spec); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(once, c); diff != "" {
-		t.Errorf("not idempotent:\n%s", diff)
 	}
 }

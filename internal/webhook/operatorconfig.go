@@ -12,36 +12,24 @@ import (
 	"github.com/example/myoperator/internal/validation"
 )
 
-// The OperatorConfig webhooks fail open (failurePolicy=ignore): the
+// The OperatorConfig webhook fails open (failurePolicy=ignore): the
 // bootstrap initContainer creates the OperatorConfig before the manager, and
-// so its webhook server, first runs. The schema's defaults and CEL rules
-// still hold, and the manager reports what only the webhook checks as
-// Degraded, running on defaults meanwhile.
-// +kubebuilder:webhook:path=/mutate-operator-example-com-v1alpha1-operatorconfig,mutating=true,failurePolicy=ignore,sideEffects=None,groups=operator.example.com,resources=operatorconfigs,verbs=create;update,versions=v1alpha1,name=moperatorconfig.operator.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+// so its webhook server, first runs. The schema and its CEL rules still
+// hold, and the manager reports what only the webhook checks as Degraded,
+// running on the last accepted configuration meanwhile.
+//
+// There is no defaulting webhook: the spec holds only what users chose, and
+// an omitted field follows the running release's default
+// (opconfig.Effective), which a default written into the spec could not.
 // +kubebuilder:webhook:path=/validate-operator-example-com-v1alpha1-operatorconfig,mutating=false,failurePolicy=ignore,sideEffects=None,groups=operator.example.com,resources=operatorconfigs,verbs=create;update,versions=v1alpha1,name=voperatorconfig.operator.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
-// OperatorConfigWebhook defaults and validates the OperatorConfig.
+// OperatorConfigWebhook validates the OperatorConfig.
 type OperatorConfigWebhook struct {
 	// Namespace is the operator's namespace, where operands may not go.
 	Namespace string
 }
 
-var (
-	_ admission.Defaulter[*operatorv1alpha1.OperatorConfig] = &OperatorConfigWebhook{}
-	_ admission.Validator[*operatorv1alpha1.OperatorConfig] = &OperatorConfigWebhook{}
-)
-
-// Default spells out every default in the spec.
-func (w *OperatorConfigWebhook) Default(_ context.Context, c *operatorv1alpha1.OperatorConfig) error {
-	DefaultOperatorConfig(c)
-	return nil
-}
-
-// DefaultOperatorConfig fills every omitted spec field with its default. It
-// is idempotent.
-func DefaultOperatorConfig(c *operatorv1alpha1.OperatorConfig) {
-	c.Spec = opconfig.Complete(c.Spec)
-}
+var _ admission.Validator[*operatorv1alpha1.OperatorConfig] = &OperatorConfigWebhook{}
 
 // ValidateCreate checks a new OperatorConfig.
 func (w *OperatorConfigWebhook) ValidateCreate(_ context.Context, c *operatorv1alpha1.OperatorConfig) (admission.Warnings, error) {
@@ -52,10 +40,12 @@ func (w *OperatorConfigWebhook) ValidateCreate(_ context.Context, c *operatorv1a
 // are about to move.
 func (w *OperatorConfigWebhook) ValidateUpdate(_ context.Context, old, c *operatorv1alpha1.OperatorConfig) (admission.Warnings, error) {
 	var warnings admission.Warnings
-	if old.Spec.Guestbook.Namespace != c.Spec.Guestbook.Namespace {
+	// An omitted namespace is the default one: setting the default, or
+	// removing it, moves nothing.
+	was, is := opconfig.Complete(old.Spec).Guestbook.Namespace, opconfig.Complete(c.Spec).Guestbook.Namespace
+	if was != is {
 		warnings = append(warnings, fmt.Sprintf(
-			"spec.guestbook.namespace changed from %q to %q: Guestbook operands are recreated in the new namespace",
-			old.Spec.Guestbook.Namespace, c.Spec.Guestbook.Namespace))
+			"spec.guestbook.namespace changed from %q to %q: Guestbook operands are recreated in the new namespace", was, is))
 	}
 	return warnings, w.validate(c)
 }

@@ -20,9 +20,8 @@ import (
 
 // Paths of the mutating webhooks; they match the markers and config/webhook.
 const (
-	MutateDrinkPath          = "/mutate-example-com-v1-drink"
-	MutateGuestbookPath      = "/mutate-webapp-my-domain-v1-guestbook"
-	MutateOperatorConfigPath = "/mutate-operator-example-com-v1alpha1-operatorconfig"
+	MutateDrinkPath     = "/mutate-example-com-v1-drink"
+	MutateGuestbookPath = "/mutate-webapp-my-domain-v1-guestbook"
 )
 
 // Options configure the webhooks.
@@ -58,7 +57,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &operatorv1alpha1.OperatorConfig{}).WithValidator(oc).Complete(); err != nil {
 		return fmt.Errorf("operatorconfig webhooks: %w", err)
 	}
-	registerDefaulter(mgr, MutateOperatorConfigPath, admission.Defaulter[*operatorv1alpha1.OperatorConfig](oc))
 	return nil
 }
 

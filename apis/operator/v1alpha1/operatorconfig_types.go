@@ -10,6 +10,10 @@ const SingletonName = "cluster"
 // Condition types of the OperatorConfig, after the cluster-operator
 // conventions.
 const (
+	// ConditionReady is true when the operator runs with this config as
+	// written: Available and not Degraded (kubectl wait
+	// --for=condition=Ready operatorconfig/cluster).
+	ConditionReady = "Ready"
 	// ConditionAvailable is true when the operator runs with this config.
 	ConditionAvailable = "Available"
 	// ConditionProgressing is true while a change of config is being applied.
@@ -58,58 +62,64 @@ const (
 
 // DefaultGuestbookImage is the Guestbook pods' default image. A variable,
 // so that a release build stamps the image it ships, by digest, with
-// -ldflags -X (hack/dist.sh); the CRD's default says the same.
+// -ldflags -X (hack/dist.sh); the manager's --guestbook-image (from the
+// GUESTBOOK_IMAGE its Deployment sets, which a release's manifests name by
+// digest in the registry they were pushed to) replaces it at start.
 var DefaultGuestbookImage = "ghcr.io/example/myoperator-guestbook:v1.0.0"
 
-// OperatorConfigSpec is how the operator should behave.
+// OperatorConfigSpec is how the operator should behave: only what a user
+// chose. Every field is optional and has no schema default, so that an
+// omitted field follows the default of the release that runs (a default
+// written into the spec would stay behind when a release changes it). The
+// operator computes the value in effect, and says where it came from, in
+// status.effective.
 type OperatorConfigSpec struct {
 	// ManagementState is Managed (the operator reconciles operands) or
-	// Unmanaged (it leaves them alone and says so in status).
+	// Unmanaged (it leaves them alone and says so in status). Default:
+	// Managed. In effect: status.effective.managementState.
 	// +optional
-	// +kubebuilder:default=Managed
 	ManagementState ManagementState `json:"managementState,omitempty"`
 
 	// LogLevel is Debug, Info or Error; applied live, without a restart.
+	// Default: Info. In effect: status.effective.logLevel.
 	// +optional
-	// +kubebuilder:default=Info
 	LogLevel LogLevel `json:"logLevel,omitempty"`
 
 	// Drinks configures the Drink controller.
 	// +optional
-	// +kubebuilder:default={}
 	Drinks DrinksConfig `json:"drinks,omitempty"`
 
 	// Guestbook configures the Guestbook controller.
 	// +optional
-	// +kubebuilder:default={}
 	Guestbook GuestbookConfig `json:"guestbook,omitempty"`
 }
 
 // DrinksConfig configures the Drink controller.
 type DrinksConfig struct {
-	// DefaultSize is given to Drinks created without a size.
+	// DefaultSize is given to Drinks created without a size. Default:
+	// Medium. In effect: status.effective.drinkDefaultSize.
 	// +optional
-	// +kubebuilder:default=Medium
 	DefaultSize DrinkSize `json:"defaultSize,omitempty"`
 }
 
 // GuestbookConfig configures the Guestbook controller.
 type GuestbookConfig struct {
 	// Namespace is where Guestbook operands (StatefulSet, Service,
-	// ConfigMap) run. A DNS label.
+	// ConfigMap) run. A DNS label. Default: guestbook. In effect:
+	// status.effective.guestbookNamespace.
 	// +optional
-	// +kubebuilder:default=guestbook
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
 
-	// Image is the container image of the Guestbook pods: by default the
-	// guestbook server the operator's project builds. Another image must
-	// answer the pods' probes on port 8080: GET /readyz (readiness, which
-	// failover follows) and GET /healthz (liveness).
+	// Image is the container image of the Guestbook pods. Default: the
+	// Guestbook server image of the running release (the manager's
+	// --guestbook-image, which a release names by digest). Another image
+	// must answer the pods' probes on port 8080: GET /readyz (readiness,
+	// which failover follows) and GET /healthz (liveness). In effect:
+	// status.effective.guestbookImage.
 	// +optional
-	// +kubebuilder:default="ghcr.io/example/myoperator-guestbook:v1.0.0"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="image must not contain spaces"
@@ -123,18 +133,35 @@ type OperatorConfigStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Available, Progressing and Degraded.
+	// Conditions: Ready, Available, Progressing and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Effective is the configuration the operator runs with: the spec with
-	// every default filled in, or the built-in defaults when the spec cannot
-	// be used.
+	// Effective is the configuration the operator runs with: each value of
+	// the spec, or the running release's default where the spec has none,
+	// or the last accepted configuration's where the spec cannot be used;
+	// Sources says which, value by value.
 	// +optional
 	Effective *EffectiveConfig `json:"effective,omitempty"`
 }
+
+// Source says where an effective value comes from.
+// +kubebuilder:validation:Enum=default;user;kept
+type Source string
+
+const (
+	// SourceDefault means the spec leaves the field out: the running
+	// release's default is in effect, and follows the release on upgrade.
+	SourceDefault Source = "default"
+	// SourceUser means the spec's value is in effect.
+	SourceUser Source = "user"
+	// SourceKept means the spec's value is not in effect (the spec is
+	// invalid, or the OperatorConfig was recreated and the field moves
+	// operands): the value the operator accepted last stays in force.
+	SourceKept Source = "kept"
+)
 
 // EffectiveConfig is the configuration the operator runs with.
 type EffectiveConfig struct {
@@ -148,16 +175,46 @@ type EffectiveConfig struct {
 	GuestbookNamespace string `json:"guestbookNamespace"`
 	// GuestbookImage in effect.
 	GuestbookImage string `json:"guestbookImage"`
+	// Sources says where each value above comes from.
+	// +optional
+	Sources EffectiveSources `json:"sources,omitzero"`
+	// Customized lists the spec fields whose value in effect differs from
+	// the running release's default, for kubectl get; empty when every
+	// value is the default.
+	// +optional
+	// +listType=atomic
+	Customized []string `json:"customized,omitempty"`
+}
+
+// EffectiveSources says where each value of an EffectiveConfig comes from.
+type EffectiveSources struct {
+	// ManagementState's source.
+	// +optional
+	ManagementState Source `json:"managementState,omitempty"`
+	// LogLevel's source.
+	// +optional
+	LogLevel Source `json:"logLevel,omitempty"`
+	// DrinkDefaultSize's source (spec.drinks.defaultSize).
+	// +optional
+	DrinkDefaultSize Source `json:"drinkDefaultSize,omitempty"`
+	// GuestbookNamespace's source (spec.guestbook.namespace).
+	// +optional
+	GuestbookNamespace Source `json:"guestbookNamespace,omitempty"`
+	// GuestbookImage's source (spec.guestbook.image).
+	// +optional
+	GuestbookImage Source `json:"guestbookImage,omitempty"`
 }
 
 // OperatorConfig configures the operator. It is a singleton named cluster.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=myoperator
+// +kubebuilder:resource:scope=Cluster,categories=myoperator,shortName=opc
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name: OperatorConfig is a singleton; the only accepted name is 'cluster'"
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.managementState`
-// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
-// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.effective.managementState`,description="Management state in effect"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Customized",type=string,JSONPath=`.status.effective.customized`,description="Fields whose value in effect is not the release's default"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OperatorConfig struct {
 	metav1.TypeMeta `json:",inline"`
@@ -165,9 +222,9 @@ type OperatorConfig struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is how the operator should behave; every field has a default.
+	// Spec is what users chose; an omitted field follows the running
+	// release's default. The values in effect are in status.effective.
 	// +optional
-	// +kubebuilder:default={}
 	Spec OperatorConfigSpec `json:"spec,omitempty"`
 	// Status is what the operator runs with.
 	// +optional
