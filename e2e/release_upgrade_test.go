@@ -148,6 +148,13 @@ func releaseUpgrade() features.Feature {
 			return ctx
 		}).
 		Assess("rollback to the previous release under load", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// Twice for a StatefulSet whose image follows the default: once
+			// the previous release's CRD is back, this tree's leader reads
+			// that CRD's default image and applies it; then the previous
+			// release, leading, removes the probes (RELEASES.md).
+			if fx.userImage == "" {
+				fx.maxRewrites = map[string]int{"StatefulSet": 2}
+			}
 			rolloutUnderLoad(ctx, t, fx, "rollback to "+prev.version, applyKustomization(cfg, prev.config()))
 			fx.checkRolledBackImage(ctx, t)
 			return ctx
@@ -196,6 +203,9 @@ type releaseFixture struct {
 	// previousImage is the spec.guestbook.image the previous release's
 	// bootstrap wrote (its default); userImage the one a user set, if any.
 	previousImage, userImage string
+	// maxRewrites is, by kind, how often a rollout may rewrite one
+	// operand when more than once (RELEASES.md says why).
+	maxRewrites map[string]int
 }
 
 // checkGuestbookImage: after an upgrade, the Guestbook pods run the image
@@ -832,8 +842,8 @@ func checkOperandWrites(t *testing.T, what string, fx *releaseFixture, before, a
 			rewritten++
 			fmt.Printf("e2e: %s: %s rewritten %d time(s): %s\n", what, key, len(changes), strings.Join(changes, " | "))
 		}
-		if len(changes) > 1 {
-			t.Errorf("%s: %s rewritten %d times, want at most once", what, key, len(changes))
+		if most := max(fx.maxRewrites[strings.Fields(key)[0]], 1); len(changes) > most {
+			t.Errorf("%s: %s rewritten %d times, want at most %d", what, key, len(changes), most)
 		}
 		for _, c := range changes {
 			if err == nil && !announced(c, allowed) {

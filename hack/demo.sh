@@ -268,7 +268,7 @@ status() {
   echo
   echo "== Guestbooks and their pods"
   kc get guestbooks -o custom-columns='NAME:.metadata.name,SIZE:.spec.size,NAMESPACE:.status.operandNamespace,ACTIVE:.status.active,STANDBY:.status.standby,READY:.status.conditions[?(@.type=="Ready")].status' | indent
-  gbns=$(kc get operatorconfig cluster -o jsonpath='{.status.effective.guestbook.namespace}' 2>/dev/null || true)
+  gbns=$(kc get operatorconfig cluster -o jsonpath='{.status.effective.guestbookNamespace}' 2>/dev/null || true)
   gbns=${gbns:-guestbook}
   kc get pods -n "$gbns" -L webapp.my.domain/role | indent
   echo

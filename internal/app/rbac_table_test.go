@@ -79,6 +79,10 @@ func TestRBACTable(t *testing.T) {
 		{"delete", "example.com", "drinks", "team-b", "", false},
 		{"delete", "webapp.my.domain", "guestbooks", "", "", false},
 		{"update", "operator.example.com", "operatorconfigs", "", "cluster", false},
+		// The bootstrap's release step patches cluster, and only cluster.
+		{"patch", "operator.example.com", "operatorconfigs", "", "cluster", true},
+		{"patch", "operator.example.com", "operatorconfigs", "", "other", false},
+		{"delete", "operator.example.com", "operatorconfigs", "", "cluster", false},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "team-b", "", false},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
 		{"impersonate", "", "serviceaccounts", "", "", false},

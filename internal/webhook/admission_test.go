@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -23,6 +25,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/webhook"
 )
 
 // TestAuthoredVersion: the recorded authored version is the version of the
@@ -313,4 +316,28 @@ func mustCreateYAML(t *testing.T, ns, doc string) {
 		t.Fatalf("create %s: %v", obj.GetName(), err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+}
+
+// TestRetiredOperatorConfigDefaulter: the path of the OperatorConfig's
+// former defaulting webhook, which v0.2.0's webhook configuration still
+// names during a rollout between it and this release, answers allowed with
+// no patch: the spec stays exactly as written.
+func TestRetiredOperatorConfigDefaulter(t *testing.T) {
+	hc, base := webhookServer()
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"3","operation":"CREATE",` +
+		`"kind":{"group":"operator.example.com","version":"v1alpha1","kind":"OperatorConfig"},` +
+		`"resource":{"group":"operator.example.com","version":"v1alpha1","resource":"operatorconfigs"},` +
+		`"object":{"apiVersion":"operator.example.com/v1alpha1","kind":"OperatorConfig","metadata":{"name":"cluster"},"spec":{}}}}`
+	resp, err := hc.Post(base+webhook.RetiredMutateOperatorConfigPath, "application/json", bytes.NewBufferString(review))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out := &admissionv1.AdmissionReview{}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	if out.Response == nil || !out.Response.Allowed || len(out.Response.Patch) > 0 || out.Response.UID != "3" {
+		t.Errorf("response %+v, want allowed, uid 3, no patch", out.Response)
+	}
 }

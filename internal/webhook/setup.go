@@ -22,6 +22,13 @@ import (
 const (
 	MutateDrinkPath     = "/mutate-example-com-v1-drink"
 	MutateGuestbookPath = "/mutate-webapp-my-domain-v1-guestbook"
+	// RetiredMutateOperatorConfigPath was the OperatorConfig's defaulting
+	// webhook up to v0.2.0. Its webhook configuration still names it while
+	// a rollout between such a release and this one runs (the old pods'
+	// bootstrap creates the OperatorConfig, which calls it, before their
+	// manager serves), so it is answered, changing nothing, rather than
+	// failing open on every call.
+	RetiredMutateOperatorConfigPath = "/mutate-operator-example-com-v1alpha1-operatorconfig"
 )
 
 // Options configure the webhooks.
@@ -57,6 +64,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &operatorv1alpha1.OperatorConfig{}).WithValidator(oc).Complete(); err != nil {
 		return fmt.Errorf("operatorconfig webhooks: %w", err)
 	}
+	mgr.GetWebhookServer().Register(RetiredMutateOperatorConfigPath, &admission.Webhook{Handler: admission.HandlerFunc(
+		func(context.Context, admission.Request) admission.Response {
+			return admission.Allowed("the OperatorConfig is no longer defaulted: its spec holds only what users chose")
+		})})
 	return nil
 }
 
