@@ -387,6 +387,19 @@ bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENC
 	done; done
 	$(BIN)/bench -report $(BENCH_RESULTS)
 
+# make bench-config-outage: BENCH_OUTAGE_N Drinks converged, then OperatorConfig
+# cluster deleted and recreated as the bootstrap does; every write the API
+# server receives meanwhile, one JSON record (with machine, command and commit)
+# appended to BENCH_OUTAGE_RESULTS. test/bench/results/config-outage.md reads it.
+BENCH_OUTAGE_N ?= 50000
+BENCH_OUTAGE_RESULTS ?= $(ROOT)/test/bench/results/config-outage.jsonl
+
+.PHONY: bench-config-outage
+bench-config-outage: k8s-binaries build ## OperatorConfig outage at N=BENCH_OUTAGE_N converged Drinks: every API write while cluster is deleted and recreated by the bootstrap, appended to BENCH_OUTAGE_RESULTS (about 25 min at 50,000).
+	go build -o $(BIN)/bench ./test/bench/cmd/bench
+	@mkdir -p $(dir $(BENCH_OUTAGE_RESULTS))
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -outage -n $(BENCH_OUTAGE_N) -reconciles 16 $(BENCH_FLAGS) -out $(BENCH_OUTAGE_RESULTS)
+
 ##@ Container image
 
 # docker when a Docker engine answers, else podman (installed when missing).

@@ -8,8 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,7 +33,8 @@ func main() {
 func run() error {
 	var (
 		ns, workers, reconciles, out, report string
-		runs                                 int
+		runs, outageWorkers                  int
+		outage                               bool
 		cfg                                  bench.Config
 	)
 	flag.StringVar(&ns, "n", "1000", "Comma-separated numbers of Drinks; each run measures each.")
@@ -47,6 +51,8 @@ func run() error {
 	flag.DurationVar(&cfg.ProfileTail, "profile-tail", 0, "Record CPU profiles of kube-apiserver and the manager for this long from the start of each admission tail's timed creates (into -workdir, tail-hooks-* and tail-none-*).")
 	flag.StringVar(&out, "out", "", "Append each run's record to this JSON-lines file.")
 	flag.StringVar(&report, "report", "", "Print the table of the records in this JSON-lines file and exit.")
+	flag.BoolVar(&outage, "outage", false, "Measure only the OperatorConfig outage: for each N of -n, converge N Drinks on a fresh control plane (-reconciles' first value), delete OperatorConfig cluster, recreate it as the bootstrap does, and count every write; -out gets one record per N with the machine, command and commit.")
+	flag.IntVar(&outageWorkers, "outage-workers", 16, "Client concurrency of the Drink creates before the outage (-outage).")
 	flag.Parse()
 	if report != "" {
 		recs, err := readRecords(report)
@@ -82,6 +88,9 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if outage {
+		return runOutage(ctx, cfg, sizes, outageWorkers, out)
+	}
 
 	var recs []bench.Record
 	for i := range runs {
@@ -103,7 +112,7 @@ func run() error {
 	return nil
 }
 
-func appendRecord(path string, rec bench.Record) error {
+func appendRecord(path string, rec any) error {
 	if path == "" {
 		return nil
 	}
@@ -139,4 +148,140 @@ func readRecords(path string) ([]bench.Record, error) {
 		return nil, fmt.Errorf("%s holds no records", path)
 	}
 	return recs, sc.Err()
+}
+
+// outageRecord is one line of -outage's results: what was measured and
+// what produced it.
+type outageRecord struct {
+	Date string
+	N    int
+	// Commit is the repository's HEAD, "+dirty" when tracked files differ
+	// from it (the manager and the bench are built from the work tree).
+	Commit         string
+	Command        string
+	Machine        machine
+	ManagerVersion string
+	bench.OutageRun
+}
+
+// machine is what the numbers ran on.
+type machine struct {
+	Nproc                 int
+	MemTotal, Kernel, CPU string
+	GoVersion             string
+	KubeAPIServer, Etcd   string
+}
+
+// runOutage measures the OperatorConfig outage once per size, each on a
+// fresh control plane, appending a record per size to out.
+func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, out string) error {
+	k := cfg.Reconciles[0]
+	for _, n := range sizes {
+		cfg.N = n
+		rec := outageRecord{Date: time.Now().UTC().Format(time.RFC3339), N: n, Command: strings.Join(os.Args, " ")}
+		var err error
+		if rec.Commit, err = commitOf(ctx, cfg.Root); err != nil {
+			return err
+		}
+		if rec.Machine, err = machineOf(ctx); err != nil {
+			return err
+		}
+		if rec.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+			return err
+		}
+		cfg.Logf("OperatorConfig outage, N=%d, K=%d, %d client workers", n, k, workers)
+		if rec.OutageRun, err = bench.Outage(ctx, cfg, k, workers); err != nil {
+			return fmt.Errorf("outage, N=%d: %w (logs in %s)", n, err, cfg.WorkDir)
+		}
+		if err := appendRecord(out, rec); err != nil {
+			return err
+		}
+		printOutage(rec)
+	}
+	cfg.Logf("done")
+	return nil
+}
+
+func printOutage(rec outageRecord) {
+	o := rec.Outage
+	fmt.Printf("OperatorConfig outage at N=%d (K=%d, commit %s)\n", rec.N, rec.K, rec.Commit)
+	fmt.Printf("  delete:   drained in %.1fs, writes quiet at %.1fs, %.0f reconciles; writes %s\n", o.DeleteSeconds, o.DeleteQuietSeconds, o.DeleteReconciles, o.DeleteWrites)
+	fmt.Printf("  recreate: drained in %.1fs, writes quiet at %.1fs, %.0f reconciles; writes %s\n", o.RecreateSeconds, o.RecreateQuietSeconds, o.RecreateReconciles, o.RecreateWrites)
+	fmt.Printf("  all writes (%.0f): %s\n", o.Writes.Total(), o.Writes)
+	fmt.Printf("  record ConfigMap writes: %d; beyond the record: %.0f; Events created: %.0f\n", o.RecordWrites, o.BeyondRecord, o.Events)
+}
+
+// commitOf is root's HEAD, with "+dirty" when a tracked file differs.
+func commitOf(ctx context.Context, root string) (string, error) {
+	head, err := output(ctx, "git", "-C", root, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	status, err := output(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return "", err
+	}
+	if status != "" {
+		head += "+dirty"
+	}
+	return head, nil
+}
+
+func machineOf(ctx context.Context) (machine, error) {
+	var m machine
+	nproc, err := output(ctx, "nproc")
+	if err != nil {
+		return m, err
+	}
+	if _, err := fmt.Sscan(nproc, &m.Nproc); err != nil {
+		return m, fmt.Errorf("nproc said %q: %w", nproc, err)
+	}
+	if m.Kernel, err = output(ctx, "uname", "-r"); err != nil {
+		return m, err
+	}
+	m.MemTotal, err = procField("/proc/meminfo", "MemTotal")
+	if err != nil {
+		return m, err
+	}
+	if m.CPU, err = procField("/proc/cpuinfo", "model name"); err != nil {
+		return m, err
+	}
+	m.GoVersion = runtime.Version()
+	dir, err := testenv.BinaryDir()
+	if err != nil {
+		return m, err
+	}
+	if m.KubeAPIServer, err = output(ctx, filepath.Join(dir, "kube-apiserver"), "--version"); err != nil {
+		return m, err
+	}
+	etcd, err := output(ctx, filepath.Join(dir, "etcd"), "--version")
+	if err != nil {
+		return m, err
+	}
+	m.Etcd, _, _ = strings.Cut(etcd, "\n")
+	return m, nil
+}
+
+// procField is the value of the first "key: value" line of a /proc file.
+func procField(path, key string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no %s", path, key)
+}
+
+// output runs a command and returns its trimmed standard output.
+func output(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
