@@ -154,9 +154,9 @@ func ConfigOutage(ctx context.Context, cp *ControlPlane, m *Manager, ns string, 
 
 // drainAfter runs act, then waits until the Drink controller has finished
 // at least want more reconciles, its queue is empty with no worker busy
-// on two scrapes in a row, and done (when given) says so too: the sibling
-// of editAndDrain for an action other than a patch of the OperatorConfig.
-// It counts no writes; its caller does, over both halves of the outage.
+// on two scrapes in a row, and done (when given) says so too. It counts no
+// writes; its callers do (editAndDrain, and ConfigOutage over both halves
+// of the outage).
 func drainAfter(ctx context.Context, m *Manager, want int, timeout time.Duration, act func() error, done func() (bool, error)) (drain, error) {
 	mm, err := m.Metrics(ctx)
 	if err != nil {

@@ -227,41 +227,18 @@ func editAndDrain(ctx context.Context, cp *ControlPlane, m *Manager, state opera
 	if err != nil {
 		return drain{}, err
 	}
-	mm, err := m.Metrics(ctx)
-	if err != nil {
-		return drain{}, err
-	}
-	start := progressOf(mm)
 	patch := fmt.Sprintf(`{"spec":{"managementState":%q}}`, state)
 	cfg := &operatorv1alpha1.OperatorConfig{}
 	cfg.Name = operatorv1alpha1.SingletonName
-	t0 := time.Now()
-	if err := cp.Client.Patch(ctx, cfg, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		return drain{}, fmt.Errorf("patching the OperatorConfig: %w", err)
-	}
-	if then != nil {
-		if err := then(); err != nil {
-			return drain{}, err
+	d, err := drainAfter(ctx, m, want, timeout, func() error {
+		if err := cp.Client.Patch(ctx, cfg, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			return fmt.Errorf("patching the OperatorConfig: %w", err)
 		}
-	}
-	var d drain
-	empty := 0
-	err = poll(ctx, t0.Add(timeout), 100*time.Millisecond, func() (bool, error) {
-		mm, err := m.Metrics(ctx)
-		if err != nil {
-			return false, err
+		if then != nil {
+			return then()
 		}
-		p := progressOf(mm)
-		if p.Reconciles-start.Reconciles < float64(want) || p.Depth > 0 || p.Active > 0 {
-			empty = 0
-			return false, nil
-		}
-		if empty == 0 {
-			d.seconds, d.reconciles = time.Since(t0).Seconds(), p.Reconciles-start.Reconciles
-		}
-		empty++
-		return empty >= 2, nil
-	})
+		return nil
+	}, nil)
 	if err != nil {
 		return drain{}, err
 	}
