@@ -2,9 +2,10 @@
 # make test-demo: make demo prints the summary and exits 0, with config/default
 # installed (webhooks and conversion through the Service, which the API
 # server reaches at the pods' IPs), a second make demo reuses everything and
-# rebuilds nothing, the kubectl commands the summary prints work as printed,
-# and make demo-down leaves no process, container, mount, pod IP, cluster or
-# file of the demo behind. Run as root from the repository.
+# rebuilds nothing and leaves a user's OperatorConfig edit in place (it
+# applies config/samples again), the kubectl commands the summary prints work
+# as printed, and make demo-down leaves no process, container, mount, pod IP,
+# cluster or file of the demo behind. Run as root from the repository.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -68,6 +69,10 @@ while read -r ip _; do
   check "pod IP $ip on lo in $NETNS" has "$out/lo" " inet ${ip//./\\.}/32 "
 done <"$out/endpoints"
 
+# A user's edit of the configuration, which the second make demo (it applies
+# config/samples again) must leave as it is.
+check "a user's edit: logLevel Error" eval 'kc patch operatorconfig cluster --type=merge -p "{\"spec\":{\"logLevel\":\"Error\"}}" >/dev/null'
+
 t0=$SECONDS
 make --no-print-directory demo >"$out/second" 2>&1 || { cat "$out/second"; echo "test-demo: FAIL: second make demo exited non-zero" >&2; failures=$((failures + 1)); }
 second=$((SECONDS - t0))
@@ -79,6 +84,8 @@ check "second run: same pod runner" has "$s" "pod runner: running \\(pid $pid\\)
 check "second run: nothing built or created" hasnt "$s" 'building with podman|cluster .*: creating|restarting the operator'
 check "second run: the same operator pods" test "$(cut -d' ' -f1 bin/demo/pods.txt)" = "$pods"
 check "second run: the summary again" has "$s" '^  default +drink-sample-v1 +v1 +drink-sample-v1 +beverage displayName extras size sugarCubes $'
+check "second run: the user's logLevel Error kept in spec" test "$(kc get operatorconfig cluster -o jsonpath='{.spec.logLevel}')" = Error
+check "second run: logLevel Error in effect, from the user" test "$(kc get operatorconfig cluster -o jsonpath='{.status.effective.logLevel} {.status.effective.sources.logLevel}')" = "Error user"
 
 # The cluster's API server, to check after demo-down that it is gone.
 server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
