@@ -24,6 +24,7 @@ import (
 	"github.com/example/myoperator/internal/memlimit"
 	"github.com/example/myoperator/internal/validation"
 	"github.com/example/myoperator/internal/version"
+	"github.com/example/myoperator/internal/webhook"
 )
 
 func main() {
@@ -51,6 +52,10 @@ func run() error {
 	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to; empty for all.")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&o.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook server's tls.crt and tls.key.")
+	flag.Int64Var(&o.Conversion.MaxRequestBytes, "conversion-max-request-bytes", webhook.DefaultMaxConversionRequestBytes,
+		"Longest conversion request (a whole LIST page, or an unpaginated list, of Drinks read through another version) a replica takes; a longer one is answered 413. The memory it takes follows the largest object, not this.")
+	flag.Int64Var(&o.Conversion.MaxObjectBytes, "conversion-max-object-bytes", webhook.DefaultMaxConversionObjectBytes,
+		"Longest object in a conversion request; a request with a longer one is answered 413.")
 	flag.BoolVar(&manageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager issues them into --webhook-cert-secret (read through the API, served from memory) or, with --webhook-cert-secret=\"\", when OLM mounts them in --webhook-cert-dir.")
 	flag.StringVar(&certSecret, "webhook-cert-secret", app.DefaultCertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate (written by the manager, or with --manage-webhook-certs=false by cert-manager).")
 	flag.StringVar(&extraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")
@@ -88,6 +93,9 @@ func run() error {
 		return fmt.Errorf("--guestbook-image: %w", errs.ToAggregate())
 	}
 	operatorv1alpha1.DefaultGuestbookImage = *guestbookImage
+	if err := o.Conversion.Validate(); err != nil {
+		return err
+	}
 
 	log, level := logging.New(development)
 	// The first line says which build runs, for whoever reads the logs.

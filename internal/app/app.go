@@ -111,6 +111,8 @@ type Options struct {
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
+	// Conversion bounds each conversion request (zero: the defaults).
+	Conversion webhook.ConversionLimits
 
 	// Certs configures the operator's own certificate management; nil
 	// leaves certificates to someone else (cert-manager, OLM, envtest).
@@ -280,7 +282,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace}); err != nil {
+	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace, Conversion: o.Conversion}); err != nil {
 		return nil, err
 	}
 	if err := addControllers(cfg, mgr, o); err != nil {

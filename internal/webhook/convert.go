@@ -1,13 +1,15 @@
 package webhook
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,168 +20,423 @@ import (
 // ConvertPath is the path of the conversion webhook (config/crd patches).
 const ConvertPath = "/convert"
 
+// Bounds of one conversion request, and their defaults.
+//
+// The API server converts a whole LIST page, or a whole unpaginated list,
+// in one ConversionReview, so a review's size grows with the cluster: the
+// handler decodes, converts and writes one object at a time, and its
+// memory follows the largest object, not the review. The request bound
+// only limits how long one request can keep a replica busy.
+const (
+	// DefaultMaxConversionObjectBytes bounds each object of a review (and
+	// each other value in it). kube-apiserver refuses a request body over
+	// 3 MiB, and etcd stores at most 1.5 MiB, so no stored Drink is larger.
+	DefaultMaxConversionObjectBytes int64 = 3 << 20
+	// DefaultMaxConversionRequestBytes bounds a whole review: the largest
+	// cluster docs/sizing.md covers, 50,000 Drinks, in one unpaginated
+	// review, at 8 KiB per Drink, four times the size of the bench's Drinks
+	// with their managedFields and status.
+	DefaultMaxConversionRequestBytes int64 = 50_000 * 8 << 10
+)
+
+// ConversionLimits bound one conversion request.
+type ConversionLimits struct {
+	// MaxRequestBytes bounds the body of a ConversionReview; a longer one
+	// is answered 413 (before it is read, when its Content-Length says so).
+	MaxRequestBytes int64
+	// MaxObjectBytes bounds each object in it.
+	MaxObjectBytes int64
+}
+
+// Validate says which bound is not usable: each is positive, and an object
+// fits in a request.
+func (l ConversionLimits) Validate() error {
+	switch {
+	case l.MaxRequestBytes <= 0:
+		return fmt.Errorf("--conversion-max-request-bytes: %d: must be positive", l.MaxRequestBytes)
+	case l.MaxObjectBytes <= 0:
+		return fmt.Errorf("--conversion-max-object-bytes: %d: must be positive", l.MaxObjectBytes)
+	case l.MaxObjectBytes > l.MaxRequestBytes:
+		return fmt.Errorf("--conversion-max-object-bytes: %d: must not exceed --conversion-max-request-bytes (%d)", l.MaxObjectBytes, l.MaxRequestBytes)
+	}
+	return nil
+}
+
+func (l ConversionLimits) withDefaults() ConversionLimits {
+	if l.MaxRequestBytes <= 0 {
+		l.MaxRequestBytes = DefaultMaxConversionRequestBytes
+	}
+	if l.MaxObjectBytes <= 0 {
+		l.MaxObjectBytes = DefaultMaxConversionObjectBytes
+	}
+	return l
+}
+
 // PassThroughFunc moves an object that cannot be converted to
 // desiredAPIVersion without interpreting its values, or fails when it does
 // not know that version.
 type PassThroughFunc func(obj map[string]any, desiredAPIVersion string) error
 
-// tolerantConversion serves conversion reviews with controller-runtime's
-// handler, except that an object the converter cannot take (a value of the
-// wrong type, say) is passed through instead of failing the review.
+// streamingConversion serves ConversionReviews with the converters the
+// webhook builder registers, one object at a time.
 //
-// Why: for a write in an older version, the API server converts the object
-// to v1 for mutating admission before it checks the schema. A failed
-// conversion there is a 500 that names nothing; passed through, the object
-// reaches schema validation, which answers 422 and names the field, as it
-// does for the same object written in v1.
-type tolerantConversion struct {
-	next        http.Handler
+// An object the converter cannot take (a value of the wrong type, say) is
+// passed through instead of failing the review. Why: for a write in an
+// older version, the API server converts the object to v1 for mutating
+// admission before it checks the schema. A failed conversion there is a
+// 500 that names nothing; passed through, the object reaches schema
+// validation, which answers 422 and names the field, as it does for the
+// same object written in v1.
+type streamingConversion struct {
+	scheme      *runtime.Scheme
+	decoder     *crconversion.Decoder
+	registry    crconversion.Registry
 	passThrough map[schema.GroupKind]PassThroughFunc
+	limits      ConversionLimits
 }
 
 // registerConversion serves ConvertPath before the webhook builder would, so
 // that the builder, finding the path taken, leaves it to this handler; the
 // converters it registers still do the work.
-func registerConversion(mgr ctrl.Manager, passThrough map[schema.GroupKind]PassThroughFunc) {
-	mgr.GetWebhookServer().Register(ConvertPath, &tolerantConversion{
-		next:        crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()),
+func registerConversion(mgr ctrl.Manager, limits ConversionLimits, passThrough map[schema.GroupKind]PassThroughFunc) {
+	mgr.GetWebhookServer().Register(ConvertPath, &streamingConversion{
+		scheme:      mgr.GetScheme(),
+		decoder:     crconversion.NewDecoder(mgr.GetScheme()),
+		registry:    mgr.GetConverterRegistry(),
 		passThrough: passThrough,
+		limits:      limits.withDefaults(),
 	})
 }
 
-func (h *tolerantConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	whole := h.serve(r, body)
-	if whole.converted() {
-		whole.writeTo(w)
-		return
-	}
-	review := &apiextensionsv1.ConversionReview{}
-	if err := json.Unmarshal(body, review); err != nil || review.Request == nil {
-		// Malformed reviews keep the inner handler's answer.
-		whole.writeTo(w)
-		return
-	}
-	objects := make([]runtime.RawExtension, 0, len(review.Request.Objects))
-	for _, obj := range review.Request.Objects {
-		converted, ok := h.convertOne(r, review, obj)
-		if !ok {
-			whole.writeTo(w)
-			return
-		}
-		objects = append(objects, converted)
-	}
-	review.Response = &apiextensionsv1.ConversionResponse{
-		UID: review.Request.UID, ConvertedObjects: objects, Result: metav1.Status{Status: metav1.StatusSuccess},
-	}
-	review.Request = nil
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(review)
+// errValueTooLarge is returned by window when one value of the review is
+// longer than MaxObjectBytes.
+var errValueTooLarge = errors.New("value too large")
+
+// window lets the JSON decoder read at most left bytes until reset: the
+// handler resets it before each value, so that the decoder's buffer never
+// holds more than one value of MaxObjectBytes.
+type window struct {
+	r    io.Reader
+	max  int64
+	left int64
 }
 
-// convertOne converts obj alone, or passes it through when the converter
-// cannot take it. ok is false when neither works (a version nobody serves).
-func (h *tolerantConversion) convertOne(r *http.Request, review *apiextensionsv1.ConversionReview, obj runtime.RawExtension) (runtime.RawExtension, bool) {
-	one := &apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextensionsv1.ConversionRequest{
-		UID: review.Request.UID, DesiredAPIVersion: review.Request.DesiredAPIVersion, Objects: []runtime.RawExtension{obj},
-	}}
-	single, err := json.Marshal(one)
-	if err != nil {
-		return runtime.RawExtension{}, false
+func (w *window) reset() { w.left = w.max }
+
+func (w *window) Read(p []byte) (int, error) {
+	if w.left <= 0 {
+		return 0, errValueTooLarge
 	}
-	if resp := h.serve(r, single); resp.converted() {
-		converted := &apiextensionsv1.ConversionReview{}
-		if json.Unmarshal(resp.rec.body.Bytes(), converted) == nil && len(converted.Response.ConvertedObjects) == 1 {
-			return converted.Response.ConvertedObjects[0], true
+	if int64(len(p)) > w.left {
+		p = p[:w.left]
+	}
+	n, err := w.r.Read(p)
+	w.left -= int64(n)
+	return n, err
+}
+
+func (h *streamingConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > h.limits.MaxRequestBytes {
+		h.refuseTooLarge(w, r, fmt.Sprintf("the ConversionReview is %d bytes", r.ContentLength))
+		return
+	}
+	win := &window{r: http.MaxBytesReader(w, r.Body, h.limits.MaxRequestBytes), max: h.limits.MaxObjectBytes}
+	out := &reviewWriter{w: w}
+	var rv review
+	err := h.stream(r.Context(), json.NewDecoder(win), win, &rv, out)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		out.finish()
+	case out.started:
+		// Part of a successful answer is sent: cut the connection, so that
+		// the API server sees a failed call, not a short list.
+		ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Error(err, "conversion failed after its answer began; connection closed")
+		panic(http.ErrAbortHandler)
+	case errors.As(err, &tooLarge):
+		h.refuseTooLarge(w, r, "the ConversionReview is longer")
+	case errors.Is(err, errValueTooLarge):
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"a value of the ConversionReview is longer than %d bytes (--conversion-max-object-bytes)", h.limits.MaxObjectBytes))
+	case errors.As(err, new(conversionError)):
+		out.fail(&rv, err)
+	default:
+		h.refuse(w, r, http.StatusBadRequest, "malformed ConversionReview: "+err.Error())
+	}
+}
+
+func (h *streamingConversion) refuseTooLarge(w http.ResponseWriter, r *http.Request, what string) {
+	h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+		"%s than this replica takes, %d bytes (--conversion-max-request-bytes); page the list (limit, kubectl --chunk-size)",
+		what, h.limits.MaxRequestBytes))
+}
+
+func (h *streamingConversion) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Info("conversion request refused", "code", code, "reason", msg)
+	refusedConversions.WithLabelValues(strconv.Itoa(code)).Inc()
+	// The rest of the body is not read: the server closes the connection.
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
+}
+
+// conversionError is an object the handler can neither convert nor pass
+// through: the review is answered with a Failure that says which.
+type conversionError struct{ err error }
+
+func (e conversionError) Error() string { return e.err.Error() }
+
+// review is what the handler keeps of a ConversionReview: everything but the
+// objects, which go through one at a time.
+type review struct {
+	apiVersion, kind string
+	uid, desired     string
+	haveUID          bool
+	haveDesired      bool
+	// pending are objects read before the uid and desiredAPIVersion (the
+	// API server sends those first; another client may not).
+	pending []json.RawMessage
+}
+
+// stream reads the review value by value and converts each object as it
+// arrives.
+func (h *streamingConversion) stream(ctx context.Context, dec *json.Decoder, win *window, rv *review, out *reviewWriter) error {
+	if err := expectDelim(dec, win, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		key, err := nextKey(dec, win)
+		if err != nil {
+			return err
+		}
+		win.reset()
+		switch key {
+		case "apiVersion":
+			err = dec.Decode(&rv.apiVersion)
+		case "kind":
+			err = dec.Decode(&rv.kind)
+		case "request":
+			err = h.streamRequest(ctx, dec, win, rv, out)
+		default:
+			err = dec.Decode(new(json.RawMessage))
+		}
+		if err != nil {
+			return err
 		}
 	}
+	if err := expectDelim(dec, win, '}'); err != nil {
+		return err
+	}
+	if !rv.haveDesired {
+		return errors.New("the ConversionReview has no request.desiredAPIVersion")
+	}
+	for _, raw := range rv.pending {
+		if err := h.emit(ctx, rv, raw, out); err != nil {
+			return err
+		}
+	}
+	out.begin(rv)
+	return nil
+}
+
+func (h *streamingConversion) streamRequest(ctx context.Context, dec *json.Decoder, win *window, rv *review, out *reviewWriter) error {
+	if err := expectDelim(dec, win, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		key, err := nextKey(dec, win)
+		if err != nil {
+			return err
+		}
+		win.reset()
+		switch key {
+		case "uid":
+			err, rv.haveUID = dec.Decode(&rv.uid), true
+		case "desiredAPIVersion":
+			err, rv.haveDesired = dec.Decode(&rv.desired), true
+		case "objects":
+			err = h.streamObjects(ctx, dec, win, rv, out)
+		default:
+			err = dec.Decode(new(json.RawMessage))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, win, '}')
+}
+
+func (h *streamingConversion) streamObjects(ctx context.Context, dec *json.Decoder, win *window, rv *review, out *reviewWriter) error {
+	if err := expectDelim(dec, win, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		win.reset()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if !rv.haveUID || !rv.haveDesired {
+			rv.pending = append(rv.pending, raw)
+			continue
+		}
+		if err := h.emit(ctx, rv, raw, out); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, win, ']')
+}
+
+// emit converts one object and writes it.
+func (h *streamingConversion) emit(ctx context.Context, rv *review, raw []byte, out *reviewWriter) error {
+	converted, err := h.convertOne(ctx, raw, rv.desired)
+	if err != nil {
+		return conversionError{err}
+	}
+	out.begin(rv)
+	return out.object(converted)
+}
+
+// convertOne converts one object with the registered converter, or passes
+// it through when the converter cannot take it.
+func (h *streamingConversion) convertOne(ctx context.Context, raw []byte, desired string) (_ []byte, err error) {
+	converted, convErr := h.convert(ctx, raw, desired)
+	if convErr == nil {
+		return converted, nil
+	}
 	var u map[string]any
-	if err := json.Unmarshal(obj.Raw, &u); err != nil {
-		return runtime.RawExtension{}, false
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, fmt.Errorf("an object of the review is not a JSON object: %w", err)
 	}
 	apiVersion, _ := u["apiVersion"].(string)
 	kind, _ := u["kind"].(string)
 	pass, found := h.passThrough[schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()]
-	if !found || pass(u, review.Request.DesiredAPIVersion) != nil {
-		return runtime.RawExtension{}, false
+	if !found {
+		return nil, convErr
 	}
-	raw, err := json.Marshal(u)
-	if err != nil {
-		return runtime.RawExtension{}, false
+	if err := pass(u, desired); err != nil {
+		return nil, fmt.Errorf("%s %q to %s: %w (converting it: %w)", kind, objectName(u), desired, err, convErr)
 	}
-	ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Info(
+	if converted, err = json.Marshal(u); err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).WithName("conversion-webhook").Info(
 		"passed through an object the converter cannot take, for the API server's validation to answer",
-		"kind", kind, "name", objectName(u), "from", apiVersion, "to", review.Request.DesiredAPIVersion)
-	return runtime.RawExtension{Raw: raw}, true
+		"kind", kind, "name", objectName(u), "from", apiVersion, "to", desired, "reason", convErr.Error())
+	return converted, nil
 }
 
-// buffered keeps a handler's response in memory, to be looked at before
-// any of it is sent.
-type buffered struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
+// convert is what controller-runtime's conversion handler does for each
+// object, on one object.
+func (h *streamingConversion) convert(ctx context.Context, raw []byte, desired string) (_ []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the converter panicked: %v", r)
+		}
+	}()
+	src, gvk, err := h.decoder.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if gvk.GroupVersion().String() == desired {
+		return raw, nil
+	}
+	converter, ok := h.registry.GetConverter(gvk.GroupKind())
+	if !ok {
+		return nil, fmt.Errorf("no converter for %s", gvk.GroupKind())
+	}
+	dstGVK := schema.FromAPIVersionAndKind(desired, gvk.Kind)
+	dst, err := h.scheme.New(dstGVK)
+	if err != nil {
+		return nil, err
+	}
+	t, err := meta.TypeAccessor(dst)
+	if err != nil {
+		return nil, err
+	}
+	t.SetAPIVersion(desired)
+	t.SetKind(gvk.Kind)
+	if err := converter.ConvertObject(ctx, src, dst); err != nil {
+		return nil, err
+	}
+	return json.Marshal(dst)
 }
 
-func (b *buffered) Header() http.Header { return b.header }
-
-func (b *buffered) Write(p []byte) (int, error) {
-	if b.code == 0 {
-		b.code = http.StatusOK
-	}
-	return b.body.Write(p)
+// reviewWriter writes the answer as the objects are converted.
+type reviewWriter struct {
+	w       http.ResponseWriter
+	started bool
+	objects int
 }
 
-func (b *buffered) WriteHeader(code int) {
-	if b.code == 0 {
-		b.code = code
+// begin writes the answer's head once.
+func (o *reviewWriter) begin(rv *review) {
+	if o.started {
+		return
 	}
+	o.started = true
+	apiVersion := rv.apiVersion
+	if apiVersion == "" {
+		apiVersion = "apiextensions.k8s.io/v1"
+	}
+	o.w.Header().Set("Content-Type", "application/json")
+	o.w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprintf(o.w, `{"kind":"ConversionReview","apiVersion":%s,"response":{"uid":%s,"result":{"metadata":{},"status":"Success"},"convertedObjects":[`,
+		jsonString(apiVersion), jsonString(rv.uid))
 }
 
-// innerResponse is what the inner handler answered.
-type innerResponse struct {
-	rec *buffered
-	// status is the review's result status ("Success"), empty when the
-	// answer is no review.
-	status string
+func (o *reviewWriter) object(raw []byte) error {
+	if o.objects > 0 {
+		if _, err := io.WriteString(o.w, ","); err != nil {
+			return err
+		}
+	}
+	o.objects++
+	_, err := o.w.Write(raw)
+	return err
 }
 
-func (h *tolerantConversion) serve(r *http.Request, body []byte) innerResponse {
-	rec := &buffered{header: http.Header{}}
-	inner := r.Clone(r.Context())
-	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	h.next.ServeHTTP(rec, inner)
-	// Only the status is decoded: the converted objects are passed on as
-	// they are.
-	var review struct {
-		Response *struct {
-			Result struct {
-				Status string `json:"status"`
-			} `json:"result"`
-		} `json:"response"`
-	}
-	if rec.code == 0 {
-		rec.code = http.StatusOK
-	}
-	resp := innerResponse{rec: rec}
-	if rec.code == http.StatusOK && json.Unmarshal(rec.body.Bytes(), &review) == nil && review.Response != nil {
-		resp.status = review.Response.Result.Status
-	}
-	return resp
+func (o *reviewWriter) finish() {
+	_, _ = io.WriteString(o.w, "]}}\n")
 }
 
-func (r innerResponse) converted() bool { return r.status == metav1.StatusSuccess }
+// fail answers a review that could not be converted, as controller-runtime
+// does: a Failure result, which the API server passes on with its message.
+func (o *reviewWriter) fail(rv *review, err error) {
+	o.w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(o.w).Encode(map[string]any{
+		"kind": "ConversionReview", "apiVersion": "apiextensions.k8s.io/v1",
+		"response": map[string]any{"uid": rv.uid, "result": map[string]any{"status": "Failure", "message": err.Error()}},
+	})
+}
 
-func (r innerResponse) writeTo(w http.ResponseWriter) {
-	for k, v := range r.rec.header {
-		w.Header()[k] = v
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func expectDelim(dec *json.Decoder, win *window, want json.Delim) error {
+	win.reset()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
 	}
-	w.WriteHeader(r.rec.code)
-	_, _ = w.Write(r.rec.body.Bytes())
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, got %v", want, tok)
+	}
+	return nil
+}
+
+func nextKey(dec *json.Decoder, win *window) (string, error) {
+	win.reset()
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	key, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("want an object key, got %v", tok)
+	}
+	return key, nil
 }
 
 // objectName is the object's metadata.name, "" when it has none.

@@ -25,8 +25,17 @@ var configReadFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Drink admissions that defaulted from the cached OperatorConfig because reading it from the API server failed.",
 })
 
+// refusedConversions counts the conversion requests answered with an HTTP
+// error before any object was converted: 413 for a review or a value
+// beyond the bounds (ConversionLimits), 400 for one that does not parse.
+// The API server sends neither; a rising count is a client that is not it.
+var refusedConversions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "myoperator_conversion_requests_refused_total",
+	Help: "Conversion requests refused before any object was converted, by HTTP status code (413: beyond the size bounds; 400: malformed).",
+}, []string{"code"})
+
 func init() {
-	metrics.Registry.MustRegister(deprecatedWrites, configReadFallbacks)
+	metrics.Registry.MustRegister(deprecatedWrites, configReadFallbacks, refusedConversions)
 	// The series exists at 0 before the first such write, so that
 	// increase() over it sees that write.
 	for _, v := range drinksversions.Drinks {

@@ -35,6 +35,10 @@ const (
 type Options struct {
 	// Namespace is the namespace the operator runs in.
 	Namespace string
+	// Conversion bounds each conversion request; zero fields take the
+	// defaults (DefaultMaxConversionRequestBytes and
+	// DefaultMaxConversionObjectBytes).
+	Conversion ConversionLimits
 }
 
 // Setup registers every webhook of the operator on the manager's webhook
@@ -42,7 +46,7 @@ type Options struct {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	// A Drink the converter cannot take is passed through, for the schema
 	// to reject with a 422 that names the field, not a 500.
-	registerConversion(mgr, map[schema.GroupKind]PassThroughFunc{
+	registerConversion(mgr, opts.Conversion, map[schema.GroupKind]PassThroughFunc{
 		drinksv1.GroupVersion.WithKind("Drink").GroupKind(): conversion.PassThrough,
 	})
 	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace}

@@ -27,6 +27,12 @@ type Lists struct {
 	// PeakRSSV1alpha1 its peak while it converted the v1alpha1 pages (the
 	// kernel's high-water mark, reset before them); 0 when not measured.
 	RSSBefore, PeakRSSV1alpha1 float64 // bytes
+	// Unpaginated is the time of one LIST of every Drink through v1alpha1
+	// without a limit, which the API server converts in one
+	// ConversionReview, and PeakRSSUnpaginated the manager's peak while it
+	// converted it; 0 when not measured.
+	Unpaginated        float64 // seconds
+	PeakRSSUnpaginated float64 // bytes
 }
 
 // ListDrinks LISTs the Drinks of ns reps times through each version,
@@ -52,7 +58,7 @@ func ListDrinks(ctx context.Context, cp *ControlPlane, ns string, n, reps, pid i
 					return Lists{}, fmt.Errorf("resetting the manager's peak memory: %w", err)
 				}
 			}
-			took, pages, err := listAll(ctx, cp, ns, version, n)
+			took, pages, err := listAll(ctx, cp, ns, version, n, listPage)
 			if err != nil {
 				return Lists{}, err
 			}
@@ -72,18 +78,34 @@ func ListDrinks(ctx context.Context, cp *ControlPlane, ns string, n, reps, pid i
 		}
 	}
 	res.V1, res.V1alpha1 = SpreadOf(v1).Median, SpreadOf(alpha).Median
+	if pid > 0 {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+			return Lists{}, fmt.Errorf("resetting the manager's peak memory: %w", err)
+		}
+		took, _, err := listAll(ctx, cp, ns, "v1alpha1", n, 0)
+		if err != nil {
+			return Lists{}, fmt.Errorf("unpaginated: %w", err)
+		}
+		res.Unpaginated = took
+		if res.PeakRSSUnpaginated, err = peakResidentBytes(pid); err != nil {
+			return Lists{}, err
+		}
+	}
 	return res, nil
 }
 
-// listAll reads every Drink of ns through version in pages of listPage,
-// following the continue token, and returns the time it took and the
-// number of pages.
-func listAll(ctx context.Context, cp *ControlPlane, ns, version string, n int) (float64, int, error) {
+// listAll reads every Drink of ns through version in pages of page Drinks
+// (0: all in one), following the continue token, and returns the time it
+// took and the number of pages.
+func listAll(ctx context.Context, cp *ControlPlane, ns, version string, n, page int) (float64, int, error) {
 	path := "/apis/example.com/" + version + "/namespaces/" + ns + "/drinks"
 	start := time.Now()
 	items, pages, cont := 0, 0, ""
 	for {
-		req := cp.Clientset.RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(listPage))
+		req := cp.Clientset.RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/json")
+		if page > 0 {
+			req = req.Param("limit", strconv.Itoa(page))
+		}
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}

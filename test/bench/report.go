@@ -138,6 +138,14 @@ func rowsFor(recs []Record) []row {
 			row{"that peak, share of config/manager's memory limit", "%", per(func(r Record) float64 { return r.Lists.PeakRSSV1alpha1 / r.MemoryLimit * 100 }), targetLimitShare},
 		)
 	}
+	// Records made before the unpaginated LIST have none.
+	if recs[0].Lists.Unpaginated > 0 {
+		rows = append(rows,
+			row{"one unpaginated v1alpha1 LIST of every Drink (one ConversionReview)", "s", per(func(r Record) float64 { return r.Lists.Unpaginated }), nil},
+			row{"manager peak RSS during it", "MiB", per(func(r Record) float64 { return r.Lists.PeakRSSUnpaginated / mib }), nil},
+			row{"that peak, share of config/manager's memory limit", "%", per(func(r Record) float64 { return r.Lists.PeakRSSUnpaginated / r.MemoryLimit * 100 }), targetLimitShare},
+		)
+	}
 	// Records made before the scale measures have none of them.
 	if recs[0].Restart.Reconciles > 0 {
 		rows = append(rows, scaleRows(recs[0].N, per)...)
