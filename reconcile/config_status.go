@@ -22,8 +22,8 @@ import (
 // Drink and Guestbook, twice per outage. The OperatorConfig reconciler says
 // it once: in the OperatorConfig's status or on the record, in the log, an
 // event and the myoperator_config_state metric.
-func effectiveConfig(ctx context.Context, c client.Reader, namespace string, conds *[]metav1.Condition) (operatorv1alpha1.EffectiveConfig, error) {
-	res, err := opconfig.LoadResult(ctx, c, namespace)
+func effectiveConfig(ctx context.Context, c client.Reader, records *opconfig.Records, namespace string, conds *[]metav1.Condition) (operatorv1alpha1.EffectiveConfig, error) {
+	res, err := opconfig.LoadResult(ctx, c, records, namespace)
 	if err != nil {
 		return res.Effective, err
 	}

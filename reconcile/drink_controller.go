@@ -16,6 +16,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/opconfig"
 )
 
 // DrinkReconciler renders every Drink, whatever version it was written in,
@@ -30,6 +31,9 @@ type DrinkReconciler struct {
 	Recorder  events.EventRecorder
 	// Namespace is the operator's namespace (for resolving OperatorConfig).
 	Namespace string
+	// Records is the record of the accepted configuration, shared with the
+	// OperatorConfig reconciler; nil reads it through Client each time.
+	Records *opconfig.Records
 	// Versions is the table of Drink versions whose layouts the ConfigMaps
 	// take; empty means drinksversions.Drinks.
 	Versions drinksversions.Table
@@ -60,7 +64,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}()
 
 	d.Status.AuthoredVersion = AuthoredVersion(d)
-	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, &d.Status.Conditions)
+	cfg, err := effectiveConfig(ctx, r.Client, r.Records, r.Namespace, &d.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
 )
 
@@ -29,6 +30,9 @@ type GuestbookReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Namespace string
+	// Records is the record of the accepted configuration, shared with the
+	// OperatorConfig reconciler; nil reads it through Client each time.
+	Records *opconfig.Records
 	// Operands gives the informer cache of each operand namespace: the
 	// operator may read pods, StatefulSets and Services only there.
 	Operands *operandcache.Caches
@@ -64,7 +68,7 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, g, func(g *webappv1.Guestbook) any { return &g.Status })})
 	}()
 
-	cfg, err := effectiveConfig(ctx, r.Client, r.Namespace, &g.Status.Conditions)
+	cfg, err := effectiveConfig(ctx, r.Client, r.Records, r.Namespace, &g.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -44,6 +44,14 @@ type OperatorConfigReconciler struct {
 	// log level to itself, but only the leader, which runs the migration,
 	// writes the record and status, so that replicas never disagree in it.
 	Elected <-chan struct{}
+	// Records is the record of the accepted configuration, shared with the
+	// Drink and Guestbook reconcilers and the Drink webhook: each reconcile
+	// here reads it again from the API server; nil makes one.
+	Records *opconfig.Records
+
+	// reported is the unusable record's problem last reported, so that it
+	// is reported once, not on every reconcile.
+	reported string
 }
 
 // +kubebuilder:rbac:groups=operator.example.com,resources=operatorconfigs,verbs=get;list;watch
@@ -53,7 +61,14 @@ type OperatorConfigReconciler struct {
 // status when it changed.
 func (r *OperatorConfigReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	res, err := opconfig.LoadResult(ctx, r.Client, r.Namespace)
+	problem, err := r.Records.Refresh(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.reportUnusableRecord(ctx, problem); err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := opconfig.LoadResult(ctx, r.Client, r.Records, r.Namespace)
 	if err != nil {
 		// Keep running on what was resolved (the record or defaults); the
 		// read is retried with backoff.
@@ -104,13 +119,16 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	// Labelled, or the cache (which holds only what the operator writes)
 	// would never see it, and every persist would try to create it again.
 	want.Labels = map[string]string{ManagedByLabel: ManagedByValue}
+	// Read from the API server, not the cache: a record that lost its label
+	// is not in the cache, and a create would then fail on every reconcile.
 	have := &corev1.ConfigMap{}
-	err = r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	err = r.Records.Reader.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Client.Create(ctx, want, client.FieldOwner(FieldOwner)); err != nil {
 			return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 		}
+		r.Records.Set(rec)
 		return nil
 	case err != nil:
 		return err
@@ -128,6 +146,35 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	if err := r.Client.Update(ctx, have, client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 	}
+	r.Records.Set(rec)
+	return nil
+}
+
+// ReasonRecordUnusable is the reason of the Warning event that says the
+// stored record is ignored.
+const ReasonRecordUnusable = "RecordUnusable"
+
+// reportUnusableRecord says, once per problem, that the stored record does
+// not decode or validate: the operator runs as if there were none, and the
+// next accepted OperatorConfig writes it anew (persistRecord). The leader
+// reports it, on the record.
+func (r *OperatorConfigReconciler) reportUnusableRecord(ctx context.Context, problem error) error {
+	if problem == nil {
+		r.reported = ""
+		return nil
+	}
+	if problem.Error() == r.reported || !r.leading() {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Error(problem, "the configuration record is ignored; the next accepted OperatorConfig writes it anew")
+	have := &corev1.ConfigMap{}
+	if err := r.Records.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: opconfig.RecordName}, have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(have, nil, corev1.EventTypeWarning, ReasonRecordUnusable, "IgnoreRecord", "%s", problem.Error())
+	}
+	r.reported = problem.Error()
 	return nil
 }
 
@@ -141,8 +188,9 @@ const MissingSinceAnnotation = "operator.example.com/operatorconfig-missing-sinc
 // Without a record (none was ever accepted) there is nothing to keep and
 // nowhere to write; the log and the metric say it.
 func (r *OperatorConfigReconciler) markMissing(ctx context.Context, res opconfig.Result) error {
+	// Read whole from the API server: the cache keeps only its identity.
 	have := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: opconfig.RecordName}, have)
+	err := r.Records.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: opconfig.RecordName}, have)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -183,6 +231,9 @@ func (r *OperatorConfigReconciler) leading() bool {
 func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	everyReplica := false
 	opts.NeedLeaderElection = &everyReplica
+	if r.Records == nil {
+		r.Records = &opconfig.Records{Reader: mgr.GetAPIReader(), Namespace: r.Namespace, Elected: r.Elected}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&operatorv1alpha1.OperatorConfig{}).
 		WithOptions(opts)

@@ -30,6 +30,7 @@ import (
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/webhook"
@@ -282,10 +283,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace, Conversion: o.Conversion}); err != nil {
+	// One record of the accepted configuration for the webhooks and every
+	// reconciler: read from the API server where the configuration is
+	// resolved, not on every reconcile (opconfig.Records).
+	records := &opconfig.Records{Reader: mgr.GetAPIReader(), Namespace: o.Namespace, Elected: mgr.Elected()}
+	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace, Conversion: o.Conversion, Records: records}); err != nil {
 		return nil, err
 	}
-	if err := addControllers(cfg, mgr, o); err != nil {
+	if err := addControllers(cfg, mgr, o, records); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -334,7 +339,7 @@ func cachesReady(c cache.Cache) healthz.Checker {
 }
 
 // addControllers adds the storage migration and the reconcilers.
-func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
+func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opconfig.Records) error {
 	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return err
@@ -360,6 +365,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	if err := (&reconcile.OperatorConfigReconciler{
 		Client: mgr.GetClient(), Level: o.LogLevel, Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Migration: migration, MigrationDone: migrationDone, Elected: mgr.Elected(),
+		Records: records,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -369,7 +375,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&reconcile.GuestbookReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
-		Operands: operands, ServiceAccount: o.serviceAccount(),
+		Operands: operands, ServiceAccount: o.serviceAccount(), Records: records,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -378,6 +384,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&reconcile.DrinkReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
+		Records: records,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}

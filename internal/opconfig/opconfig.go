@@ -2,10 +2,8 @@ package opconfig
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -199,49 +197,18 @@ func keptMessage(field, spec, kept string) string {
 		field, spec, kept, kept, field)
 }
 
-// RecordName is the ConfigMap in the operator's namespace that holds the
-// last accepted configuration.
-const RecordName = "myoperator-accepted-config"
-
-// recordKey is the ConfigMap's data key holding the Record as JSON.
-const recordKey = "accepted.json"
-
-// RecordConfigMap returns the ConfigMap that stores rec. Its writer labels
-// it as the operator's (reconcile.ManagedByLabel), so that the manager's
-// ConfigMap cache, which holds only what the operator writes, has it.
-func RecordConfigMap(namespace string, rec *Record) (*corev1.ConfigMap, error) {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
+// LoadResult reads the OperatorConfig "cluster" through r and takes the
+// record from records, and resolves them. An error means one of them could
+// not be read; the result is then the record's configuration when it was
+// read, else the defaults. A record that is not usable counts as none
+// (the OperatorConfig reconciler reports it and writes it anew).
+func LoadResult(ctx context.Context, r client.Reader, records *Records, operatorNamespace string) (Result, error) {
+	if records == nil {
+		// A caller without a shared Records (a test of one reconciler)
+		// reads the record through r, each time.
+		records = &Records{Reader: r, Namespace: operatorNamespace}
 	}
-	cm := &corev1.ConfigMap{Data: map[string]string{recordKey: string(raw)}}
-	cm.Name, cm.Namespace = RecordName, namespace
-	return cm, nil
-}
-
-// ReadRecord reads the record; nil, nil when there is none. A record that
-// cannot be decoded counts as none, with the error to report.
-func ReadRecord(ctx context.Context, r client.Reader, namespace string) (*Record, error) {
-	cm := &corev1.ConfigMap{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RecordName}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, RecordName, err)
-	}
-	rec := &Record{}
-	if err := json.Unmarshal([]byte(cm.Data[recordKey]), rec); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s is not a configuration record: %w", namespace, RecordName, recordKey, err)
-	}
-	return rec, nil
-}
-
-// LoadResult reads the OperatorConfig "cluster" and the record and resolves
-// them. An error means one of them could not be read; the result is then
-// the record's configuration when it was read, else the defaults.
-func LoadResult(ctx context.Context, r client.Reader, operatorNamespace string) (Result, error) {
-	rec, recErr := ReadRecord(ctx, r, operatorNamespace)
+	rec, recErr := records.Get(ctx)
 	c := &operatorv1alpha1.OperatorConfig{}
 	err := r.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, c)
 	switch {
@@ -258,8 +225,8 @@ func LoadResult(ctx context.Context, r client.Reader, operatorNamespace string) 
 
 // Load returns the effective configuration (LoadResult's). The error says
 // why it is not the OperatorConfig as written, if it is not.
-func Load(ctx context.Context, r client.Reader, operatorNamespace string) (operatorv1alpha1.EffectiveConfig, error) {
-	res, err := LoadResult(ctx, r, operatorNamespace)
+func Load(ctx context.Context, r client.Reader, records *Records, operatorNamespace string) (operatorv1alpha1.EffectiveConfig, error) {
+	res, err := LoadResult(ctx, r, records, operatorNamespace)
 	if err != nil {
 		return res.Effective, err
 	}

@@ -28,6 +28,10 @@ type DrinkWebhook struct {
 	Config client.Reader
 	// Namespace is the operator's namespace.
 	Namespace string
+	// Records is the record of the accepted configuration, the fallback
+	// while the OperatorConfig is missing or invalid; nil reads it through
+	// Config.
+	Records *opconfig.Records
 	// Versions is the table of Drink versions; empty means
 	// drinksversions.Drinks.
 	Versions drinksversions.Table
@@ -55,7 +59,7 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 		// A missing or invalid OperatorConfig must not block Drinks: Load
 		// falls back to the last accepted configuration (else the built-in
 		// defaults) and the OperatorConfig's status reports the problem.
-		cfg, _ := opconfig.Load(ctx, w.Config, w.Namespace)
+		cfg, _ := opconfig.Load(ctx, w.Config, w.Records, w.Namespace)
 		return drinksv1.Size(cfg.DrinkDefaultSize)
 	})
 	return nil

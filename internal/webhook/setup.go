@@ -16,6 +16,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/opconfig"
 )
 
 // Paths of the mutating webhooks; they match the markers and config/webhook.
@@ -39,6 +40,9 @@ type Options struct {
 	// defaults (DefaultMaxConversionRequestBytes and
 	// DefaultMaxConversionObjectBytes).
 	Conversion ConversionLimits
+	// Records is the record of the accepted configuration, shared with the
+	// reconcilers.
+	Records *opconfig.Records
 }
 
 // Setup registers every webhook of the operator on the manager's webhook
@@ -49,7 +53,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	registerConversion(mgr, opts.Conversion, map[schema.GroupKind]PassThroughFunc{
 		drinksv1.GroupVersion.WithKind("Drink").GroupKind(): conversion.PassThrough,
 	})
-	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace}
+	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace, Records: opts.Records}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
 		WithConverter(conversion.NewConverter()).
 		WithValidator(dw).
