@@ -35,12 +35,17 @@ const cacheDigestAnnotation = "myoperator.example.com/cache-digest"
 // references and layout, plus a digest of its labels and layout data in
 // cacheDigestAnnotation: about half the memory of the whole object, and
 // still enough to tell a ConfigMap that needs no write, which is every
-// ConfigMap of a converged cluster. Other ConfigMaps lose only their
-// managed fields, and an annotation under the digest's key, so that only
-// a trimmed object can carry a digest. The layout keys are those of
-// drinksversions.Drinks: a reconciler given another table still decides
-// right, since a layout whose keys the tables disagree on gets another
-// digest, and the ConfigMap is read whole.
+// ConfigMap of a converged cluster. Any other ConfigMap the cache holds
+// (it carries the operator's label: a Guestbook's, or one anyone labelled
+// so, in any namespace) keeps its identity and owner references only,
+// with an empty digest: the operator reads no more of them from the cache
+// (that one exists, and whose it is), and a tenant who labels large
+// ConfigMaps costs the manager a few hundred bytes each, not their data.
+// An empty digest matches no Drink's layout, so a reconciler that needs
+// such a ConfigMap's data reads it from the API server. The layout keys
+// are those of drinksversions.Drinks: a reconciler given another table
+// still decides right, since a layout whose keys the tables disagree on
+// gets another digest, and the ConfigMap is read whole.
 func TrimConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -52,18 +57,16 @@ func TrimConfigMap(obj any) (any, error) {
 		// labels, since the cache lists ConfigMaps by label.
 		return cm, nil
 	}
-	cm.ManagedFields = nil
 	if _, ok := cm.Labels[DrinkLabel]; !ok {
-		if _, ok := cm.Annotations[cacheDigestAnnotation]; ok {
-			ann := make(map[string]string, len(cm.Annotations)-1)
-			for k, v := range cm.Annotations {
-				if k != cacheDigestAnnotation {
-					ann[k] = v
-				}
-			}
-			cm.Annotations = ann
-		}
-		return cm, nil
+		return &corev1.ConfigMap{
+			TypeMeta: cm.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name: cm.Name, Namespace: intern(cm.Namespace), UID: cm.UID, ResourceVersion: cm.ResourceVersion,
+				Generation: cm.Generation, DeletionTimestamp: cm.DeletionTimestamp,
+				OwnerReferences: internOwnerRefs(cm.OwnerReferences),
+				Annotations:     map[string]string{cacheDigestAnnotation: ""},
+			},
+		}, nil
 	}
 	layout := cm.Annotations[LayoutAnnotation]
 	digest := configMapDigest(layout, layoutKeys(drinksversions.Drinks, layout), cm.Labels[ManagedByLabel], cm.Labels[DrinkLabel], cm.Data)
@@ -125,30 +128,32 @@ func isTrimmed(cm *corev1.ConfigMap) bool {
 	return ok
 }
 
-// TrimDrink is the cache transform of Drinks. It drops managed fields and
-// shares the strings that Drinks repeat (namespace, annotation keys and
-// versions, beverage, size, extras, condition types and reasons); what
-// the reconciler reads is unchanged.
+// TrimDrink is the cache transform of Drinks. It drops managed fields,
+// labels, finalizers and every annotation but AuthoredVersionAnnotation,
+// the only one the reconciler reads (a tenant's annotations, up to 256 KiB
+// per Drink, or labels would otherwise sit in the manager's memory), and
+// shares the strings that
+// Drinks repeat (namespace, versions, beverage, size, extras, condition
+// types and reasons); what the reconciler reads is unchanged. Status
+// patches are computed between two cached copies, so the annotations left
+// out are never written back.
 func TrimDrink(obj any) (any, error) {
 	d, ok := obj.(*drinksv1.Drink)
 	if !ok {
 		return obj, nil
 	}
-	d.ManagedFields = nil
+	d.ManagedFields, d.Labels, d.Finalizers = nil, nil, nil
 	d.Namespace = intern(d.Namespace)
-	if shared, ok := authoredOnly[d.Annotations[drinksv1.AuthoredVersionAnnotation]]; ok && len(d.Annotations) == 1 {
-		// Most Drinks carry only the webhook's annotation: they share one
-		// map per version (read only, as every object in the cache).
+	v, authored := d.Annotations[drinksv1.AuthoredVersionAnnotation]
+	switch shared, known := authoredOnly[v]; {
+	case !authored:
+		d.Annotations = nil
+	case known:
+		// Drinks share one map per version (read only, as every object
+		// in the cache).
 		d.Annotations = shared
-	} else if len(d.Annotations) > 0 {
-		ann := make(map[string]string, len(d.Annotations))
-		for k, v := range d.Annotations {
-			if k == drinksv1.AuthoredVersionAnnotation {
-				v = intern(v)
-			}
-			ann[intern(k)] = v
-		}
-		d.Annotations = ann
+	default:
+		d.Annotations = map[string]string{drinksv1.AuthoredVersionAnnotation: v}
 	}
 	d.Spec.Beverage = intern(d.Spec.Beverage)
 	d.Spec.Drink = intern(d.Spec.Drink)

@@ -1,11 +1,13 @@
 package reconcile
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 )
@@ -102,31 +104,37 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 	}
 }
 
-// TestTrimConfigMapLeavesOthersWhole: ConfigMaps that are not a Drink's
-// (the configuration record, a Guestbook's) keep their data, and an
-// annotation under the digest's key is removed, so that a digest in the
-// cache is always one the transform computed.
-func TestTrimConfigMapLeavesOthersWhole(t *testing.T) {
+// TestTrimConfigMapKeepsOthersIdentity: a ConfigMap that is not a Drink's
+// (a Guestbook's, or anyone's that carries the operator's label) keeps
+// only its identity and owner references, whatever it holds, and its
+// empty digest matches no Drink; trimmed again, it stays as it is.
+func TestTrimConfigMapKeepsOthersIdentity(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: "webapp.my.domain/v1", Kind: "Guestbook", Name: "gb", UID: "g", Controller: ptr.To(true)}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "record",
-			Labels:        map[string]string{ManagedByLabel: ManagedByValue},
-			Annotations:   map[string]string{cacheDigestAnnotation: "forged", "keep": "me"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenants", UID: "u", ResourceVersion: "7",
+			Labels:          map[string]string{ManagedByLabel: ManagedByValue, "big": strings.Repeat("x", 63)},
+			Annotations:     map[string]string{cacheDigestAnnotation: "forged", "keep": strings.Repeat("y", 1<<18)},
+			OwnerReferences: []metav1.OwnerReference{owner}, Finalizers: []string{"example.com/f"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
-		Data: map[string]string{"config": "{}"},
+		Data:       map[string]string{"config": strings.Repeat("z", 1<<20)},
+		BinaryData: map[string][]byte{"blob": make([]byte, 1<<10)},
 	}
 	out, err := TrimConfigMap(cm.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.ConfigMap)
-	want := cm.DeepCopy()
-	want.ManagedFields = nil
-	delete(want.Annotations, cacheDigestAnnotation)
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenants", UID: "u", ResourceVersion: "7",
+		OwnerReferences: []metav1.OwnerReference{owner}, Annotations: map[string]string{cacheDigestAnnotation: ""}}}
 	if !apiequality.Semantic.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if isTrimmed(got) {
-		t.Error("a forged digest survived the transform")
+	d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenants", UID: "g"}}
+	if trimmedMatches(got, d, "v1", map[string]string{"config": cm.Data["config"]}) {
+		t.Error("an identity-only ConfigMap matched a Drink's data")
+	}
+	if again, _ := TrimConfigMap(got); !apiequality.Semantic.DeepEqual(again, want) {
+		t.Errorf("trimmed twice: %+v", again)
 	}
 	// A tombstone of a deleted object passes as it is.
 	if out, _ := TrimConfigMap("tombstone"); out != "tombstone" {
@@ -134,35 +142,45 @@ func TestTrimConfigMapLeavesOthersWhole(t *testing.T) {
 	}
 }
 
-// TestTrimDrinkKeepsWhatItReads: a trimmed Drink equals the decoded one,
-// managed fields aside, whatever its annotations.
+// TestTrimDrinkKeepsWhatItReads: a trimmed Drink equals the decoded one
+// without managed fields, labels, finalizers and every annotation but the
+// authored version, whatever its annotations.
 func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
 	tests := []struct {
 		name        string
 		annotations map[string]string
+		want        map[string]string
 	}{
-		{name: "the webhook's annotation only", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1beta1"}},
-		{name: "the user's annotations too", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", "note": "x"}},
-		{name: "an unknown version", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9"}},
-		{name: "none", annotations: nil},
+		{name: "the webhook's annotation only", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1beta1"},
+			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1beta1"}},
+		{name: "a tenant's annotations too", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", "note": strings.Repeat("x", 1<<17)},
+			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}},
+		{name: "an unknown version", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9", "note": "x"},
+			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9"}},
+		{name: "a tenant's only", annotations: map[string]string{"note": "x"}, want: nil},
+		{name: "none", annotations: nil, want: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &drinksv1.Drink{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "latte", UID: "u", Annotations: tt.annotations,
+					Labels: map[string]string{"team": "a"}, Finalizers: []string{"example.com/f"},
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
 				Spec: drinksv1.DrinkSpec{DisplayName: "Latte", Beverage: "coffee", Size: drinksv1.SizeSmall, Extras: []string{"milk", "honey"}},
 			}
 			d.Status.ConfigMapName, d.Status.AuthoredVersion = "latte", "v1"
 			setDrinkReady(d, AuthoredVersion(d))
 			want := d.DeepCopy()
-			want.ManagedFields = nil
+			want.ManagedFields, want.Labels, want.Finalizers, want.Annotations = nil, nil, nil, tt.want
 			out, err := TrimDrink(d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !apiequality.Semantic.DeepEqual(out, want) {
 				t.Errorf("got %+v, want %+v", out, want)
+			}
+			if AuthoredVersion(out.(*drinksv1.Drink)) != AuthoredVersion(want) {
+				t.Errorf("authored version %q, want %q", AuthoredVersion(out.(*drinksv1.Drink)), AuthoredVersion(want))
 			}
 			if again, _ := TrimDrink(out); !apiequality.Semantic.DeepEqual(again, want) {
 				t.Errorf("trimmed twice: %+v, want %+v", again, want)
