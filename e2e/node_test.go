@@ -95,11 +95,25 @@ func buildGuestbookImage(ctx context.Context, _ *envconf.Config) (context.Contex
 		return ctx, fmt.Errorf("%s missing: run make build", bin)
 	}
 	img := operatorv1alpha1.DefaultGuestbookImage
-	// Also as the image a user chooses in the helm upgrade feature.
-	args := podrunner.Podman("build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", img, "-t", userGuestbookImage, root)
+	const base = "localhost/myoperator-guestbook:e2e-base"
+	args := podrunner.Podman("build", "-q", "-f", filepath.Join(root, "guestbook.Dockerfile"), "-t", base, root)
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return ctx, fmt.Errorf("podman build -f guestbook.Dockerfile: %w: %s", err, out)
+	}
+	// The shipped image with the failover drill on, which the probe
+	// failover feature calls (the server refuses it by default); also as
+	// the image a user chooses in the helm upgrade feature.
+	empty, err := os.MkdirTemp("", "e2e-guestbook-image-")
+	if err != nil {
+		return ctx, err
+	}
+	defer func() { _ = os.RemoveAll(empty) }()
+	args = podrunner.Podman("build", "-q", "-f", "-", "-t", img, "-t", userGuestbookImage, empty)
+	build := exec.Command(args[0], args[1:]...)
+	build.Stdin = strings.NewReader("FROM " + base + "\nENV GUESTBOOK_FAILOVER_DRILL=enabled\n")
+	if out, err := build.CombinedOutput(); err != nil {
+		return ctx, fmt.Errorf("podman build of the e2e Guestbook image (the drill on): %w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", img)
 	return ctx, importImages(img, userGuestbookImage)

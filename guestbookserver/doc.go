@@ -6,7 +6,9 @@
 // that readiness means something: the operator labels one Ready pod active
 // and promotes a Ready standby when the active one stops being Ready, and
 // with a real server behind the readiness probe that failover follows a
-// real probe failing, which POST /readyz/fail provokes on demand. Standard
+// real probe failing, which POST /readyz/fail provokes on demand when the
+// server runs with --failover-drill (or GUESTBOOK_FAILOVER_DRILL=enabled;
+// off by default, as anyone who reaches the pod could call it). Standard
 // library only; it writes nothing to disk, so it runs as uid 65532 on a
 // read-only root filesystem (guestbook.Dockerfile, FROM scratch).
 package main

@@ -26,11 +26,13 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("guestbook-server", flag.ContinueOnError)
 	addr := fs.String("addr", ":8080", "address to listen on")
 	configDir := fs.String("config-dir", "/etc/guestbook", "folder of the mounted Guestbook ConfigMap: one file per entry")
+	drill := fs.Bool("failover-drill", drillFromEnv(),
+		"serve POST /readyz/fail and /readyz/ok, which make this pod unready and ready again (also "+drillEnv+"=enabled); off by default, since anyone who reaches the pod could call them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
-	s := &server{host: host, configDir: *configDir, log: log.Default()}
+	s := &server{host: host, configDir: *configDir, log: log.Default(), drill: *drill}
 	srv := &http.Server{
 		Addr:              *addr,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -44,7 +46,7 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Printf("guestbook-server: %s listening on %s, entries from %s", host, *addr, *configDir)
+	log.Printf("guestbook-server: %s listening on %s, entries from %s, failover drill %s", host, *addr, *configDir, map[bool]string{true: "on", false: "off"}[*drill])
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -58,9 +60,17 @@ type server struct {
 	host      string
 	configDir string
 	log       *log.Logger
+	// drill serves the failover drill's endpoints.
+	drill bool
 	// unready is set by POST /readyz/fail and cleared by POST /readyz/ok.
 	unready atomic.Bool
 }
+
+// drillEnv turns the failover drill on when set to "enabled", for an
+// image or a pod that needs it (the e2e suite's image sets it).
+const drillEnv = "GUESTBOOK_FAILOVER_DRILL"
+
+func drillFromEnv() bool { return os.Getenv(drillEnv) == "enabled" }
 
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -72,7 +82,10 @@ func (s *server) handler() http.Handler {
 	// the active pod's readiness probe fail. POST /readyz/fail does that
 	// (the kubelet then marks the pod not Ready after one failed probe),
 	// POST /readyz/ok undoes it. POST only, so that a crawler or a browser
-	// following a link cannot trigger it (GET answers 405).
+	// following a link cannot trigger it (GET answers 405). Off unless
+	// --failover-drill: it needs no credentials, and any pod that reaches
+	// the Guestbook's Service could otherwise make every pod unready in
+	// turn. Off, both answer 403 and say how to turn it on.
 	mux.HandleFunc("POST /readyz/fail", func(w http.ResponseWriter, r *http.Request) { s.setReady(w, r, false) })
 	mux.HandleFunc("POST /readyz/ok", func(w http.ResponseWriter, r *http.Request) { s.setReady(w, r, true) })
 	return mux
@@ -109,6 +122,11 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 // setReady is the failover drill's switch; it logs every call, and whether
 // it changed anything.
 func (s *server) setReady(w http.ResponseWriter, r *http.Request, ready bool) {
+	if !s.drill {
+		s.log.Printf("readiness: refused %s %s from %s: the failover drill is off", r.Method, r.URL.Path, r.RemoteAddr)
+		text(w, http.StatusForbidden, "the failover drill is off: start the server with --failover-drill or "+drillEnv+"=enabled")
+		return
+	}
 	state := map[bool]string{true: "ready", false: "unready"}
 	if s.unready.Swap(!ready) == !ready {
 		s.log.Printf("readiness: already %s (%s %s from %s)", state[ready], r.Method, r.URL.Path, r.RemoteAddr)

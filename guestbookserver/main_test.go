@@ -12,12 +12,41 @@ import (
 	"testing"
 )
 
-// TestServer walks one server through its endpoints in order: the probes,
-// the failover drill (each step sees the state the previous ones left) and
-// the methods each path refuses.
-func TestServer(t *testing.T) {
+// TestDrillOffByDefault: without --failover-drill, a POST to the drill's
+// endpoints is refused, says how to turn it on, is logged, and changes
+// nothing; the flag's default follows GUESTBOOK_FAILOVER_DRILL.
+func TestDrillOffByDefault(t *testing.T) {
 	var logs bytes.Buffer
 	s := &server{host: "guestbook-sample-0", configDir: t.TempDir(), log: log.New(&logs, "", 0)}
+	for _, path := range []string{"/readyz/fail", "/readyz/ok", "/readyz/fail"} {
+		rec := httptest.NewRecorder()
+		s.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "--failover-drill") {
+			t.Errorf("POST %s: %d %q, want 403 naming --failover-drill", path, rec.Code, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("GET /readyz after refused drills: %d, want 200", rec.Code)
+	}
+	if !strings.Contains(logs.String(), "refused POST /readyz/fail") {
+		t.Errorf("logged %q, want the refusal", logs.String())
+	}
+	for env, want := range map[string]bool{"": false, "enabled": true, "true": false} {
+		t.Setenv(drillEnv, env)
+		if got := drillFromEnv(); got != want {
+			t.Errorf("%s=%q: drill %v, want %v", drillEnv, env, got, want)
+		}
+	}
+}
+
+// TestServer walks one server, its drill on, through its endpoints in
+// order: the probes, the failover drill (each step sees the state the
+// previous ones left) and the methods each path refuses.
+func TestServer(t *testing.T) {
+	var logs bytes.Buffer
+	s := &server{host: "guestbook-sample-0", configDir: t.TempDir(), log: log.New(&logs, "", 0), drill: true}
 	ts := httptest.NewServer(s.handler())
 	defer ts.Close()
 
