@@ -1,0 +1,208 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testenv"
+)
+
+// TestOperatorWritesFenced: with config/rbac and config/admission-policy
+// installed, each write is made with the operator's ServiceAccount's own
+// token (what whoever takes an operator pod holds). RBAC allows every one
+// of them; the policies refuse the ConfigMaps that are not the operator's
+// and any change to its webhook configurations or the Drink CRD but the
+// CA bundle. With config/certmanager-default's policies, the CA bundle too.
+func TestOperatorWritesFenced(t *testing.T) {
+	_, cfg, admin := testenv.Start(t, testenv.Options{Webhooks: true})
+	ctx := context.Background()
+	for _, ns := range []string{operatorNS, "guestbook", "team-b", "kube-system"} {
+		if ns == "kube-system" {
+			continue // the API server made it
+		}
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installRBAC(ctx, t, admin)
+	policies := installPolicies(ctx, t, admin, "config/admission-policy")
+	operator := operatorClient(ctx, t, cfg)
+
+	drinkOwner := []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea", UID: "d1", Controller: ptr.To(true)}}
+	guestbookOwner := []metav1.OwnerReference{{APIVersion: "webapp.my.domain/v1", Kind: "Guestbook", Name: "gb", UID: "g1", Controller: ptr.To(true)}}
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-auth"}, Data: map[string]string{"mapRoles": "[]"}}
+	if err := admin.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	webhookName := "myoperator-validating-webhook-configuration"
+	tests := []struct {
+		name string
+		do   func() error
+		// want is part of the refusal; "" wants the write admitted.
+		want string
+	}{
+		{"create a Drink's ConfigMap in a tenant namespace", func() error {
+			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "tea", OwnerReferences: drinkOwner}})
+		}, ""},
+		{"create a Guestbook's ConfigMap in the operand namespace", func() error {
+			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "guestbook", Name: "gb-config", OwnerReferences: guestbookOwner}})
+		}, ""},
+		{"create its record in its namespace", func() error {
+			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "myoperator-accepted-config"}})
+		}, ""},
+		{"update a Drink's ConfigMap", func() error {
+			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKey{Namespace: "team-b", Name: "tea"}, func(o client.Object) {
+				o.(*corev1.ConfigMap).Data = map[string]string{"drink": "tea"}
+			})
+		}, ""},
+		{"create a ConfigMap no Drink or Guestbook owns", func() error {
+			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "loose"}})
+		}, "the operator writes only its own ConfigMaps"},
+		{"update kube-system's aws-auth", func() error {
+			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
+				o.(*corev1.ConfigMap).Data = map[string]string{"mapRoles": "- rolearn: attacker"}
+			})
+		}, "ConfigMap kube-system/aws-auth is neither"},
+		{"take over kube-system's aws-auth by naming a Drink its owner", func() error {
+			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
+				o.SetOwnerReferences(drinkOwner)
+			})
+		}, "ConfigMap kube-system/aws-auth is neither"},
+		{"inject a CA bundle into its validating webhooks", func() error {
+			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+				for i := range o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
+					o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i].ClientConfig.CABundle = cfg.CAData
+				}
+			})
+		}, ""},
+		{"point its validating webhooks at a URL", func() error {
+			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+				w := &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[0]
+				w.ClientConfig.Service, w.ClientConfig.URL = nil, ptr.To("https://attacker.example/validate")
+			})
+		}, "the operator changes only the CA bundle of validatingwebhookconfigurations"},
+		{"widen a webhook's rules to every resource", func() error {
+			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+				w := &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[0]
+				w.Rules[0].APIGroups, w.Rules[0].Resources = []string{"*"}, []string{"*"}
+			})
+		}, "the operator changes only the CA bundle"},
+		{"inject a CA bundle into the Drink CRD's conversion webhook", func() error {
+			return update(ctx, operator, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
+				o.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion.Webhook.ClientConfig.CABundle = cfg.CAData
+			})
+		}, ""},
+		{"stop serving a Drink version", func() error {
+			return update(ctx, operator, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
+				o.(*apiextensionsv1.CustomResourceDefinition).Spec.Versions[0].Served = false
+			})
+		}, "the operator changes only the CA bundle of customresourcedefinitions drinks.example.com"},
+	}
+	// The policies take effect once the API server has loaded them: until
+	// then every row would be admitted.
+	testenv.Eventually(t, 10*time.Second, func() string {
+		err := operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", GenerateName: "probe-"}})
+		if err == nil {
+			return "a ConfigMap no Drink or Guestbook owns: admitted"
+		}
+		return ""
+	})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			testenv.Eventually(t, 10*time.Second, func() string {
+				err := tc.do()
+				switch {
+				case tc.want == "" && err != nil:
+					return "refused: " + err.Error()
+				case tc.want != "" && err == nil:
+					return "admitted, want refused with " + tc.want
+				case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+					return "refused with " + err.Error() + ", want " + tc.want
+				}
+				return ""
+			})
+		})
+	}
+
+	// cert-manager mode: cainjector injects the CA, so the operator may
+	// change nothing of either.
+	for _, o := range policies {
+		if err := admin.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installPolicies(ctx, t, admin, "config/certmanager-default")
+	testenv.Eventually(t, 10*time.Second, func() string {
+		err := update(ctx, operator, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
+			o.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion.Webhook.ClientConfig.CABundle = append([]byte("\n"), cfg.CAData...)
+		})
+		if err == nil || !strings.Contains(err.Error(), "cert-manager") {
+			return "cert-manager mode, a CA bundle injected by the operator: " + errString(err) + ", want refused"
+		}
+		return ""
+	})
+}
+
+// installPolicies creates the ValidatingAdmissionPolicies and their
+// bindings that the kustomization dir renders, and returns them.
+func installPolicies(ctx context.Context, t *testing.T, admin client.Client, dir string) []client.Object {
+	t.Helper()
+	objs, err := manifests.Render(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []client.Object
+	for _, o := range objs {
+		if !strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			continue
+		}
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		out = append(out, o)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s renders no admission policy", dir)
+	}
+	return out
+}
+
+// operatorClient is a client with a token of the operator's
+// ServiceAccount, as its pods hold.
+func operatorClient(ctx context.Context, t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx,
+		"myoperator-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(&rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}},
+		client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// update reads obj at key, mutates it and writes it back.
+func update(ctx context.Context, c client.Client, obj client.Object, key client.ObjectKey, mutate func(client.Object)) error {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	mutate(obj)
+	return c.Update(ctx, obj)
+}
