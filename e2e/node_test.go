@@ -29,7 +29,7 @@ func nodeWork() string {
 	if w := os.Getenv("NODE_WORK"); w != "" {
 		return w
 	}
-	return "/tmp/myoperator-node"
+	return filepath.Join(root, "bin", "node-work")
 }
 
 // nodeScript runs hack/node/node.sh in the network namespace the suite runs

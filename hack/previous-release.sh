@@ -19,6 +19,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 fail() { printf 'previous-release: %s\n' "$*" >&2; exit 1; }
+# The version names a folder this script removes and recreates, and both
+# come from the environment or from RELEASES.md: nothing else than a
+# release's name and a commit's hash gets that far.
+check_release() {
+  [[ $1 =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "release version '$1' is not vX.Y.Z"
+  [[ $2 =~ ^[0-9a-f]{7,40}$ ]] || fail "release commit '$2' is not a commit hash"
+}
 
 if [ -n "${PREVIOUS_RELEASE:-}" ]; then
   version=${PREVIOUS_RELEASE%@*}
@@ -42,7 +49,8 @@ else
   done < <(awk '/^## v[0-9]+\.[0-9]+\.[0-9]+/ { v = $2 } /^Commit: / { if (v != "") { print v, $2; v = "" } }' RELEASES.md)
   [ -n "$version" ] || fail "RELEASES.md records no release older than this tree"
 fi
-commit=$(git rev-parse "$commit^{commit}")
+check_release "$version" "$commit"
+commit=$(git rev-parse --verify --quiet "$commit^{commit}") || fail "release commit of $version is not in this repository"
 
 dir="$root/bin/releases/$version"
 if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null || true)" != "$commit" ]; then

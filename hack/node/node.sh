@@ -18,8 +18,14 @@
 #   down   stop every process up started, unmount what they mounted, delete
 #          the cluster and the bridge (idempotent)
 # Environment: NODE_BIN, K8S_BIN (binary folders), NETNS, NODE_WORK (state
-# folder, default /tmp/myoperator-node), NODE_NAME, KEEP_NETNS=1 (down keeps
-# the namespace).
+# folder, default bin/node-work in the repository), NODE_NAME, KEEP_NETNS=1
+# (down keeps the namespace).
+#
+# It runs as root, and its state folder holds the kubelet's static pod
+# manifests, the pid files it signals and the archives it imports: the
+# folder must be private. It is refused when it is a symbolic link, is not
+# a folder, or belongs to another user; it is made, and kept, mode 0700.
+# (It used to be a fixed path under /tmp, which any user can create first.)
 #
 # Every daemon runs under `nsenter --net` only (hack/netns.sh): `ip netns exec`
 # would remount /sys, and runc then finds no cgroups (FACTS.md).
@@ -33,7 +39,19 @@ K8S_BIN=${K8S_BIN:-$root/bin/k8s/v1.37.2}
 # which other suites running at the same time in myoperator-test should not
 # see.
 NETNS=${NETNS:-myoperator-node}
-W=${NODE_WORK:-/tmp/myoperator-node}
+W=${NODE_WORK:-$root/bin/node-work}
+# private_dir DIR: DIR, made if absent, is a folder of this user's, mode 0700.
+private_dir() {
+  local d=$1
+  [ ! -L "$d" ] || { echo "node.sh: $d is a symbolic link; refusing it as the state folder" >&2; exit 1; }
+  if [ ! -e "$d" ]; then (umask 077 && mkdir -p -- "$d") || exit 1; fi
+  [ -d "$d" ] || { echo "node.sh: $d is not a folder" >&2; exit 1; }
+  local owner
+  owner=$(stat -c %u -- "$d")
+  [ "$owner" = "$(id -u)" ] || { echo "node.sh: $d belongs to uid $owner, not to uid $(id -u); refusing it as the state folder" >&2; exit 1; }
+  chmod 0700 -- "$d"
+}
+private_dir "$W"
 NODE_NAME=${NODE_NAME:-myoperator-node}
 CLUSTER=${CLUSTER:-myoperator-node}
 NODE_IP=192.0.2.1 # hack/netns.sh's address on v0
@@ -195,7 +213,6 @@ up() {
   done
   # A fresh node each time: down has unmounted everything under $W.
   rm -rf "$W"/containerd "$W"/cni "$W"/kubelet "$W"/manifests
-  mkdir -p "$W"
   say "kwokctl create cluster $CLUSTER (binary runtime, netns $NETNS)"
   # The project-built control plane, named through kwokctl's environment
   # (as the e2e suite does). No kwok controller: it manages all nodes and
@@ -405,7 +422,7 @@ stop() {
 import_images() {
   local img tar
   for img in "$@"; do
-    tar=$W/import-$$.tar
+    tar=$(mktemp -p "$W" import-XXXXXXXX.tar)
     rm -f "$tar"
     podman save --format oci-archive -o "$tar" "$img" >/dev/null
     ctr images import "$tar" >/dev/null

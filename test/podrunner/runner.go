@@ -533,6 +533,13 @@ func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mou
 			args = append(args, "--cap-drop", strings.ToLower(string(d)))
 		}
 	}
+	// The memory limit, as the kubelet sets it on the container's cgroup:
+	// a container that passes it is killed for memory here too, and swap
+	// does not stretch it.
+	if limit, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && limit.Value() > 0 {
+		v := strconv.FormatInt(limit.Value(), 10)
+		args = append(args, "--memory", v, "--memory-swap", v)
+	}
 	env := []string{"KUBERNETES_SERVICE_HOST=" + r.apiHost, "KUBERNETES_SERVICE_PORT=" + r.apiPort}
 	for _, e := range c.Env {
 		v, err := envValue(p, c.Name, e)
@@ -548,6 +555,9 @@ func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mou
 		m, ok := findMount(mounts, vm.Name)
 		if !ok {
 			return nil, fmt.Errorf("container %s: volume %s not prepared", c.Name, vm.Name)
+		}
+		if err := mountOption(vm.MountPath); err != nil {
+			return nil, fmt.Errorf("container %s: volume %s: mountPath: %w", c.Name, vm.Name, err)
 		}
 		args = append(args, "--mount", strings.ReplaceAll(m, "{{path}}", vm.MountPath))
 	}
@@ -665,6 +675,22 @@ func fieldValue(p *corev1.Pod, path string) (string, error) {
 
 // findMount returns the --mount value prepared for a volume, with
 // {{path}} standing for the mount path.
+// mountOption checks a path that goes into a podman --mount value, a
+// comma-separated list of key=value options: an absolute, clean path
+// without a comma, an equals sign or a control character, so that a pod
+// spec cannot add options (another source, a read-write bind of the host).
+func mountOption(path string) error {
+	switch {
+	case !filepath.IsAbs(path) || filepath.Clean(path) != path:
+		return fmt.Errorf("%q is not an absolute, clean path", path)
+	case strings.ContainsAny(path, ",="):
+		return fmt.Errorf("%q holds a comma or an equals sign, which would add --mount options", path)
+	case strings.IndexFunc(path, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return fmt.Errorf("%q holds a control character", path)
+	}
+	return nil
+}
+
 func findMount(mounts []string, volume string) (string, bool) {
 	for _, m := range mounts {
 		if v, spec, _ := strings.Cut(m, "\x00"); v == volume {
@@ -690,6 +716,9 @@ func (r *Runner) prepareVolumes(ctx context.Context, p *corev1.Pod) (mounts []st
 			mounts = append(mounts, v.Name+"\x00type=tmpfs,destination={{path}},tmpfs-mode=1777"+size)
 		case v.Projected != nil:
 			dir := r.volumeDir(p, v.Name)
+			if err := mountOption(dir); err != nil {
+				return nil, 0, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, 0, err
 			}
@@ -742,9 +771,48 @@ func (r *Runner) renewTokens(ctx context.Context, p *corev1.Pod, after time.Dura
 	}
 }
 
+// fileOwner is who may read a projected volume's files: as the kubelet
+// does, the pod's one user (its containers' runAsUser, when they all
+// agree) with mode 0600; else its fsGroup with 0640; else anyone (0644).
+type fileOwner struct {
+	uid, gid int
+	mode     os.FileMode
+}
+
+func projectedOwner(p *corev1.Pod) fileOwner {
+	users := map[string]bool{}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			u, err := runAsUser(p, &cs[i])
+			if err != nil {
+				return fileOwner{uid: -1, gid: -1, mode: 0o644}
+			}
+			users[u] = true
+		}
+	}
+	if len(users) == 1 {
+		for u := range users {
+			uid, gid, found := strings.Cut(u, ":")
+			o := fileOwner{gid: -1, mode: 0o600}
+			o.uid, _ = strconv.Atoi(uid)
+			if found {
+				o.gid, _ = strconv.Atoi(gid)
+			}
+			return o
+		}
+	}
+	if ps := p.Spec.SecurityContext; ps != nil && ps.FSGroup != nil {
+		return fileOwner{uid: 0, gid: int(*ps.FSGroup), mode: 0o640}
+	}
+	return fileOwner{uid: -1, gid: -1, mode: 0o644}
+}
+
 // writeFile replaces a file at once (a rename), so that a container never
-// reads half a token.
-func writeFile(dir, name, data string) error {
+// reads half a token; it is owner's, with owner's mode, from the start.
+func writeFile(dir, name, data string, owner fileOwner) error {
+	if !filepath.IsLocal(name) {
+		return fmt.Errorf("path %q leaves its volume", name)
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
 	if err != nil {
 		return err
@@ -754,9 +822,15 @@ func writeFile(dir, name, data string) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(owner.mode); err != nil {
 		tmp.Close()
 		return err
+	}
+	if owner.uid >= 0 || owner.gid >= 0 {
+		if err := tmp.Chown(owner.uid, owner.gid); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
@@ -783,7 +857,7 @@ func (r *Runner) project(ctx context.Context, p *corev1.Pod, src corev1.VolumePr
 		if err != nil {
 			return 0, fmt.Errorf("token for %s: %w", p.Spec.ServiceAccountName, err)
 		}
-		if err := writeFile(dir, s.Path, tr.Status.Token); err != nil {
+		if err := writeFile(dir, s.Path, tr.Status.Token, projectedOwner(p)); err != nil {
 			return 0, err
 		}
 		return max(tr.Status.ExpirationTimestamp.Sub(issued)*8/10, time.Minute), nil
@@ -803,7 +877,7 @@ func (r *Runner) project(ctx context.Context, p *corev1.Pod, src corev1.VolumePr
 			}
 		}
 		for _, it := range src.ConfigMap.Items {
-			if err := writeFile(dir, it.Path, cm.Data[it.Key]); err != nil {
+			if err := writeFile(dir, it.Path, cm.Data[it.Key], projectedOwner(p)); err != nil {
 				return 0, err
 			}
 		}
@@ -816,7 +890,7 @@ func (r *Runner) project(ctx context.Context, p *corev1.Pod, src corev1.VolumePr
 			if err != nil {
 				return 0, err
 			}
-			if err := writeFile(dir, it.Path, v); err != nil {
+			if err := writeFile(dir, it.Path, v, projectedOwner(p)); err != nil {
 				return 0, err
 			}
 		}

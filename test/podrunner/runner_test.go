@@ -1,7 +1,10 @@
 package podrunner
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,5 +79,67 @@ func TestPodmanRun(t *testing.T) {
 	p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
 	if _, err := r.podmanRun(rp, &c, "x", nil); err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {
 		t.Errorf("root under runAsNonRoot: got %v, want a refusal", err)
+	}
+}
+
+// TestPodmanRunBounds: the container's memory limit becomes podman's, as
+// the kubelet puts it on the cgroup, and a mountPath that would add
+// options to --mount is refused.
+func TestPodmanRunBounds(t *testing.T) {
+	r, err := New(Config{Client: fake.NewClientset(), Namespace: "ns", Selector: "a=b", APIServer: "https://127.0.0.1:32766",
+		Dir: t.TempDir(), ContainerPrefix: "demo-", HostPortBase: 31000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(c corev1.Container) *runningPod {
+		return &runningPod{pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-a", Namespace: "ns"}, Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532)}, Containers: []corev1.Container{c}}},
+			containers: map[string]*container{}}
+	}
+	limited := corev1.Container{Name: "manager", Image: "img:1", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}}
+	args, err := r.podmanRun(pod(limited), &limited, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(args, " "); !strings.Contains(got, "--memory 536870912 --memory-swap 536870912") {
+		t.Errorf("podman run lacks the memory limit:\n%s", got)
+	}
+	for _, path := range []string{"/tmp,source=/etc,destination=/host-etc", "/data=x", "tmp", "/a/../etc", "/tmp\n"} {
+		c := corev1.Container{Name: "manager", Image: "img:1", VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: path}}}
+		_, err := r.podmanRun(pod(c), &c, "x", []string{"tmp\x00type=tmpfs,destination={{path}}"})
+		if err == nil || !strings.Contains(err.Error(), "mountPath") {
+			t.Errorf("mountPath %q: got %v, want a refusal", path, err)
+		}
+	}
+}
+
+// TestProjectedFilesPrivate: a projected token is written 0600 and owned
+// by the pod's one user, as the kubelet writes it; a path that leaves the
+// volume is refused.
+func TestProjectedFilesPrivate(t *testing.T) {
+	dir := t.TempDir()
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532)},
+		InitContainers:  []corev1.Container{{Name: "bootstrap"}}, Containers: []corev1.Container{{Name: "manager"}}}}
+	if err := writeFile(dir, "token", "secret", projectedOwner(p)); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Perm() != 0o600 || st.Uid != 65532 || st.Gid != 65532 {
+		t.Errorf("token: mode %v uid %d gid %d, want 0600 65532 65532", fi.Mode().Perm(), st.Uid, st.Gid)
+	}
+	if err := writeFile(dir, "../escaped", "x", projectedOwner(p)); err == nil {
+		t.Error("a path out of the volume was written")
+	}
+	// Containers of different users share the file through the fsGroup.
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}
+	p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
+	if o := projectedOwner(p); o.mode != 0o640 || o.gid != 2000 {
+		t.Errorf("two users with fsGroup 2000: %+v, want 0640 group 2000", o)
 	}
 }
