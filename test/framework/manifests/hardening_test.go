@@ -2,6 +2,7 @@ package manifests_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -91,7 +92,10 @@ type source struct {
 
 var (
 	apiServer     = source{name: "the API server (host network)"}
-	labelledNS    = source{name: "a pod in a namespace labelled metrics=enabled", namespace: "monitoring", namespaceLabels: map[string]string{"metrics": "enabled"}}
+	labelledNS    = source{name: "a pod in the namespace monitoring", namespace: "monitoring", namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
+	// A tenant who labels its own namespace as the old policy asked.
+	selfLabelled = source{name: "a pod in a tenant namespace labelled metrics=enabled", namespace: "tenant",
+		namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "tenant", "metrics": "enabled"}}
 	unlabelledNS  = source{name: "a pod in an unlabelled namespace", namespace: "tenant", namespaceLabels: map[string]string{}}
 	operatorNSPod = source{name: "a pod in the operator's namespace", namespace: "myoperator-system", namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "myoperator-system"}}
 )
@@ -99,7 +103,8 @@ var (
 // TestNetworkPolicyComponent renders config/default with the optional
 // config/network-policy component and evaluates its policies as a network
 // plugin would for a manager pod: the webhook port open to anyone, the
-// metrics port only to namespaces labelled metrics=enabled, nothing else.
+// metrics port only to the namespace named monitoring (not to one a tenant
+// labels), nothing else; and the Guestbook's pods only on their HTTP port.
 // config/default alone carries no NetworkPolicy (nothing here enforces
 // one, and a cluster whose plugin ignores them gains nothing).
 func TestNetworkPolicyComponent(t *testing.T) {
@@ -115,10 +120,14 @@ func TestNetworkPolicyComponent(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := managerDeployment(t, objs)
-	var policies []networkingv1.NetworkPolicy
+	var policies, operandPolicies []networkingv1.NetworkPolicy
 	for _, u := range manifests.OfKind(objs, "NetworkPolicy") {
 		p := networkingv1.NetworkPolicy{}
 		convert(t, u, &p)
+		if p.Namespace == "guestbook" {
+			operandPolicies = append(operandPolicies, p)
+			continue
+		}
 		if p.Namespace != d.Namespace || !selects(t, &p.Spec.PodSelector, d.Spec.Template.Labels) {
 			t.Errorf("NetworkPolicy %s/%s does not select the manager pods", p.Namespace, p.Name)
 		}
@@ -139,6 +148,7 @@ func TestNetworkPolicyComponent(t *testing.T) {
 		{labelledNS, "metrics", true},
 		{apiServer, "metrics", false},
 		{unlabelledNS, "metrics", false},
+		{selfLabelled, "metrics", false},
 		{operatorNSPod, "metrics", false},
 		// The kubelet probes from the pod's own node, which NetworkPolicy
 		// always lets through; nobody else needs the probe port.
@@ -153,6 +163,32 @@ func TestNetworkPolicyComponent(t *testing.T) {
 		if got := allowed(t, policies, d, c.from, port); got != c.allow {
 			t.Errorf("%s -> %s port %d: allowed %v, want %v", c.from.name, c.port, port.ContainerPort, got, c.allow)
 		}
+	}
+	// The Guestbook's pods (the labels the operator gives them): HTTP in,
+	// nothing else in, nothing out.
+	if len(operandPolicies) != 1 {
+		t.Fatalf("the component adds %d NetworkPolicies in the operand namespace, want 1", len(operandPolicies))
+	}
+	guestbookPods := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "guestbook"}}
+	guestbookPods.Spec.Template.Labels = map[string]string{"app.kubernetes.io/name": "guestbook", "app.kubernetes.io/instance": "gb",
+		"app.kubernetes.io/managed-by": "myoperator"}
+	for _, c := range []struct {
+		from  source
+		port  int32
+		allow bool
+	}{
+		{unlabelledNS, 8080, true},
+		{operatorNSPod, 8080, true},
+		{unlabelledNS, 9090, false},
+		{selfLabelled, 8081, false},
+	} {
+		if got := allowed(t, operandPolicies, guestbookPods, c.from, corev1.ContainerPort{ContainerPort: c.port, Protocol: corev1.ProtocolTCP}); got != c.allow {
+			t.Errorf("%s -> a Guestbook pod's port %d: allowed %v, want %v", c.from.name, c.port, got, c.allow)
+		}
+	}
+	op := operandPolicies[0]
+	if !slices.Contains(op.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || len(op.Spec.Egress) != 0 {
+		t.Errorf("the operand policy's egress: types %v, rules %v; want Egress with no rule (none allowed)", op.Spec.PolicyTypes, op.Spec.Egress)
 	}
 }
 
@@ -236,8 +272,10 @@ func peerMatches(t *testing.T, peers []networkingv1.NetworkPolicyPeer, policyNS 
 func TestNetworkPolicyComponentServerSideDryRun(t *testing.T) {
 	_, _, c := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "myoperator-system"}}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{"myoperator-system", "guestbook"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	objs, err := manifests.Render("config/network-policy")
 	if err != nil {
