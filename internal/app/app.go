@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,7 +82,15 @@ const (
 
 // The certificate rotator and the migration need these; writes are limited
 // to the project's own objects by name.
-// +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=get;list;watch;update;patch
+// The certificate Secret by name. The rotator (cert-controller) watches
+// every Secret of the namespace through a cache of its own, which it does
+// not let anyone narrow, so list and watch stay namespace-wide here;
+// config/certmanager, where the rotator does not run and cert-manager keeps
+// its CA key in this namespace, narrows them to the name too (the manager's
+// own cache selects the Secret by a metadata.name field selector, which
+// RBAC authorizes against resourceNames).
+// +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=get;update;patch,resourceNames=myoperator-webhook-server-cert
+// +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=update;patch,resourceNames=myoperator-mutating-webhook-configuration;myoperator-validating-webhook-configuration
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
@@ -207,15 +216,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	webhookServer := webhookdrain.New(crwebhook.NewServer(webhookOpts), o.WebhookDrainPeriod)
 	mgrOpts := ctrl.Options{
 		Scheme: scheme.New(),
-		// The operator reads Secrets only in its own namespace (its webhook
-		// certificate); RBAC allows no more.
+		// The operator reads one Secret, its webhook certificate, in its own
+		// namespace; RBAC allows no more.
 		Cache: cache.Options{
 			// Managed fields are never read; stripping them halves the
 			// memory of each cached object.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				// Its own certificate Secret only; RBAC allows no more.
-				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+				// Its own certificate Secret only, by name; RBAC allows no more.
+				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {
+					FieldSelector: fields.OneTermEqualSelector("metadata.name", o.certSecretName()),
+				}}},
 				// Only what the operator writes, not every ConfigMap of the
 				// cluster. Pods, StatefulSets and Services are watched only
 				// in the operand namespaces (operandCacheOptions). A
@@ -435,12 +446,21 @@ func addCertificates(mgr ctrl.Manager, o Options, syncer *certs.Syncer) (<-chan 
 	}
 }
 
+// certSecretName is the Secret that holds the webhook certificate: the
+// rotator's, or the one someone else issues.
+func (o Options) certSecretName() string {
+	switch {
+	case o.Certs != nil && o.Certs.SecretName != "":
+		return o.Certs.SecretName
+	case o.Certs == nil && o.IssuedCertSecret != "":
+		return o.IssuedCertSecret
+	}
+	return DefaultCertSecret
+}
+
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {
 	c := o.Certs
-	secret := c.SecretName
-	if secret == "" {
-		secret = DefaultCertSecret
-	}
+	secret := o.certSecretName()
 	dns := c.DNSName
 	if dns == "" {
 		dns = fmt.Sprintf("%s.%s.svc", DefaultWebhookServiceName, o.Namespace)

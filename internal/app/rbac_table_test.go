@@ -72,6 +72,11 @@ func TestRBACTable(t *testing.T) {
 		{"delete", "", "configmaps", "", "", false},
 		{"get", "", "secrets", "kube-system", "", false},
 		{"list", "", "secrets", "", "", false},
+		// In its own namespace it reads and writes its certificate Secret
+		// only (list and watch stay namespace-wide for the rotator's cache;
+		// TestRBACCertManagerMode narrows them).
+		{"get", "", "secrets", operatorNS, "myoperator-ca", false},
+		{"update", "", "secrets", operatorNS, "myoperator-ca", false},
 		{"create", "", "namespaces", "", "", false},
 		{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", false},
 		{"patch", "apiextensions.k8s.io", "customresourcedefinitions", "", "things.example.org", false},
@@ -135,6 +140,62 @@ func installRBAC(ctx context.Context, t *testing.T, admin client.Client) {
 	for _, o := range rbac {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatalf("installing config/rbac %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// TestRBACCertManagerMode: with config/certmanager (config/certmanager-default
+// renders it), where cert-manager keeps its CA key in the operator's
+// namespace, the ServiceAccount lists and watches its certificate Secret
+// by name only, and cannot read the CA key.
+func TestRBACCertManagerMode(t *testing.T) {
+	_, _, admin := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	for _, ns := range []string{operatorNS, "guestbook"} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := manifests.Render("config/certmanager-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := admin.Create(ctx, o); err != nil {
+				t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		verb, name string
+		allowed    bool
+	}{
+		{"watch", "myoperator-webhook-server-cert", true},
+		{"list", "myoperator-webhook-server-cert", true},
+		{"list", "", false},
+		{"watch", "", false},
+		{"get", "myoperator-ca", false},
+	} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               managerSA,
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tt.verb, Resource: "secrets", Namespace: operatorNS, Name: tt.name},
+			}}
+			if err := admin.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed == tt.allowed {
+				break
+			}
+			if !tt.allowed || time.Now().After(deadline) {
+				t.Errorf("%s secrets %q in %s: allowed=%v, want %v", tt.verb, tt.name, operatorNS, sar.Status.Allowed, tt.allowed)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }
