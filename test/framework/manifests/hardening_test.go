@@ -91,8 +91,8 @@ type source struct {
 }
 
 var (
-	apiServer     = source{name: "the API server (host network)"}
-	labelledNS    = source{name: "a pod in the namespace monitoring", namespace: "monitoring", namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
+	apiServer  = source{name: "the API server (host network)"}
+	labelledNS = source{name: "a pod in the namespace monitoring", namespace: "monitoring", namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
 	// A tenant who labels its own namespace as the old policy asked.
 	selfLabelled = source{name: "a pod in a tenant namespace labelled metrics=enabled", namespace: "tenant",
 		namespaceLabels: map[string]string{"kubernetes.io/metadata.name": "tenant", "metrics": "enabled"}}
