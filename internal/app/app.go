@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -75,6 +76,10 @@ const (
 	ValidatingWebhookConfig   = "myoperator-validating-webhook-configuration"
 	DefaultCertSecret         = "myoperator-webhook-server-cert"
 	DefaultWebhookServiceName = "myoperator-webhook-service"
+	// DefaultMetricsServiceName is the metrics Service's name: the serving
+	// certificate is valid for it too, so that a scraper verifies the
+	// metrics endpoint against the webhook CA (config/prometheus).
+	DefaultMetricsServiceName = "myoperator-metrics-service"
 	// LeaderElectionID names the Lease, in Namespace; the fencing policy
 	// takes it as its parameter.
 	LeaderElectionID = "myoperator.example.com"
@@ -237,7 +242,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&drinksv1.Drink{}:   {Transform: reconcile.TrimDrink},
 			},
 		},
-		Metrics:                       metricsOptions(o),
+		Metrics:                       metricsOptions(o, syncer),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		WebhookServer:                 webhookServer,
 		LeaderElection:                o.LeaderElection,
@@ -402,12 +407,21 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 	return nil
 }
 
-func metricsOptions(o Options) metricsserver.Options {
+// metricsOptions: HTTPS to callers the API server authenticates and
+// authorizes. With the operator's certificates (its rotator's or
+// cert-manager's) the endpoint serves the webhook's certificate, which is
+// also valid for the metrics Service, so that Prometheus verifies it
+// against the CA instead of sending its token to whoever answers; with
+// files (OLM) controller-runtime's self-signed one.
+func metricsOptions(o Options, syncer *certs.Syncer) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.MetricsAddr}
 	if o.SecureMetrics {
 		m.SecureServing = true
 		m.FilterProvider = filters.WithAuthenticationAndAuthorization
 		m.TLSOpts = tlsOptions(o)
+		if syncer != nil {
+			m.TLSOpts = append(m.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
+		}
 	}
 	return m
 }
@@ -471,7 +485,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 		CAName:         "myoperator-ca",
 		CAOrganization: "myoperator",
 		DNSName:        dns,
-		ExtraDNSNames:  c.ExtraDNSNames,
+		ExtraDNSNames:  append(slices.Clone(c.ExtraDNSNames), fmt.Sprintf("%s.%s.svc", DefaultMetricsServiceName, o.Namespace)),
 		IsReady:        ready,
 		Webhooks: []rotator.WebhookInfo{
 			{Name: MutatingWebhookConfig, Type: rotator.Mutating},
