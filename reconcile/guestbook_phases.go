@@ -56,15 +56,28 @@ func guestbookOwner(g *webappv1.Guestbook) *metav1ac.OwnerReferenceApplyConfigur
 }
 
 // ensureConfigMap creates the Guestbook's ConfigMap with defaults from its
-// alias when it is absent. It never changes an existing one.
+// alias when it is absent. It never changes an existing one, and lets the
+// pods mount one the operator did not create only when it carries
+// webappv1.MountLabel with the Guestbook's name; any other is a conflict
+// (rechecked soon: the label's arrival wakes no watch, since the cache
+// holds only the operator's ConfigMaps).
 func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.Guestbook, ns string) error {
 	key := client.ObjectKey{Namespace: ns, Name: g.Spec.ConfigMapName}
-	if err := r.Client.Get(ctx, key, &corev1.ConfigMap{}); err == nil {
-		return nil // one the operator created (its cache holds only those)
+	cached := &corev1.ConfigMap{}
+	if err := r.Client.Get(ctx, key, cached); err == nil && controlledBy(cached, g.UID) {
+		return nil // one the operator created for this Guestbook
 	}
-	err := r.APIReader.Get(ctx, key, &corev1.ConfigMap{})
-	if !apierrors.IsNotFound(err) {
-		return err // exists (the user's own) or cannot be read
+	have := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, key, have)
+	switch {
+	case err == nil && (controlledBy(have, g.UID) || have.Labels[webappv1.MountLabel] == g.Name):
+		return nil // the operator's, or the user's own, labelled for it
+	case err == nil:
+		c := conflictWith("ConfigMap", "Guestbook", have)
+		c.Hint = fmt.Sprintf("to let this Guestbook's pods mount it, label it %s=%s", webappv1.MountLabel, g.Name)
+		return c
+	case !apierrors.IsNotFound(err):
+		return err
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.Spec.ConfigMapName, Labels: guestbookLabels(g),

@@ -34,6 +34,8 @@ type ConflictError struct {
 	Controller *metav1.OwnerReference
 	// Owner names the object whose operand it is, as "Drink" or "Guestbook".
 	Owner string
+	// Hint, when set, says how the object's owner can let it be used.
+	Hint string
 }
 
 func (e *ConflictError) Error() string {
@@ -41,9 +43,13 @@ func (e *ConflictError) Error() string {
 	if c := e.Controller; c != nil {
 		by = fmt.Sprintf("its controller is %s %s (uid %s)", c.Kind, c.Name, c.UID)
 	}
-	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this %s (%s); "+
+	msg := fmt.Sprintf("%s %s/%s already exists and is not controlled by this %s (%s); "+
 		"the operator leaves it unchanged and creates its own once the name is free",
 		e.Kind, e.Namespace, e.Name, e.Owner, by)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 // Reason is the condition and event reason of the conflict, for example

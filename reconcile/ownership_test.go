@@ -88,6 +88,30 @@ func TestForeignOperandLeftAlone(t *testing.T) {
 		operand:   func() client.Object { return &corev1.ConfigMap{} },
 		ownerKind: "Drink", reason: "ConfigMapConflict",
 	}, {
+		// A Guestbook's ConfigMap is mounted into its page: one someone
+		// else made is used only when labelled for this Guestbook.
+		name:      "a Guestbook's ConfigMap someone else made, unlabelled",
+		foreign:   func(ns, name string) client.Object { return foreignConfigMap(ns, name, nil, nil) },
+		owner:     guestbookOwner,
+		operand:   func() client.Object { return &corev1.ConfigMap{} },
+		ownerKind: "Guestbook", reason: "ConfigMapConflict",
+	}, {
+		name: "a Guestbook's ConfigMap labelled managed-by, controlled by nobody",
+		foreign: func(ns, name string) client.Object {
+			return foreignConfigMap(ns, name, map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue}, nil)
+		},
+		owner:     guestbookOwner,
+		operand:   func() client.Object { return &corev1.ConfigMap{} },
+		ownerKind: "Guestbook", reason: "ConfigMapConflict",
+	}, {
+		name: "a Guestbook's ConfigMap labelled for another Guestbook",
+		foreign: func(ns, name string) client.Object {
+			return foreignConfigMap(ns, name, map[string]string{webappv1.MountLabel: "someone-else"}, nil)
+		},
+		owner:     guestbookOwner,
+		operand:   func() client.Object { return &corev1.ConfigMap{} },
+		ownerKind: "Guestbook", reason: "ConfigMapConflict",
+	}, {
 		name:      "StatefulSet",
 		foreign:   foreignStatefulSet,
 		owner:     guestbookOwner,
@@ -553,4 +577,42 @@ func foreignService(ns, name string) client.Object {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "someone-elses-" + name},
 			Ports: []corev1.ServicePort{{Name: "web", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+}
+
+// TestGuestbookMountsLabelledConfigMap: a ConfigMap of the operand
+// namespace that the operator did not create, labelled
+// webapp.my.domain/guestbook with the Guestbook's name by whoever may
+// write there, is mounted as it is: the StatefulSet names it, and the
+// ConfigMap keeps its resourceVersion and gains no owner.
+func TestGuestbookMountsLabelledConfigMap(t *testing.T) {
+	ensureOperandNamespace(t)
+	cm := foreignConfigMap(operandNS, "users-own", map[string]string{webappv1.MountLabel: "users-own"}, nil)
+	if err := k8s.Create(testCtx, cm, client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, cm) })
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "users-own"}, Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "users-own"}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
+	testenv.Eventually(t, 10*time.Second, func() string {
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: g.Name}, sts); err != nil {
+			return err.Error()
+		}
+		for _, v := range sts.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil && v.ConfigMap.Name == "users-own" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("the StatefulSet mounts %+v, want ConfigMap users-own", sts.Spec.Template.Spec.Volumes)
+	})
+	after := &corev1.ConfigMap{}
+	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(cm), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != cm.ResourceVersion || len(after.OwnerReferences) != 0 {
+		t.Errorf("the user's ConfigMap changed: resourceVersion %s (was %s), owners %v", after.ResourceVersion, cm.ResourceVersion, after.OwnerReferences)
+	}
 }

@@ -15,6 +15,13 @@ const (
 	RoleActive = "active"
 	// RoleStandby is the RoleLabel value of the pods waiting to take over.
 	RoleStandby = "standby"
+
+	// MountLabel is the label that lets a Guestbook's pods mount a
+	// ConfigMap of the operand namespace that the operator did not create:
+	// set to that Guestbook's name by whoever may write ConfigMaps there,
+	// not by whoever may create a Guestbook, whose page would otherwise
+	// show any ConfigMap of the namespace.
+	MountLabel = "webapp.my.domain/guestbook"
 )
 
 // Alias selects the default content of the Guestbook's ConfigMap.
@@ -41,8 +48,9 @@ type GuestbookSpec struct {
 
 	// ConfigMapName is the ConfigMap, in the operand namespace, that the pods
 	// mount. The operator creates it with defaults from alias when it is
-	// absent and never overwrites it once it exists. 1 to 15 characters, a
-	// DNS label.
+	// absent and never overwrites it once it exists. One the operator did
+	// not create is mounted only when labelled webapp.my.domain/guestbook
+	// with this Guestbook's name. 1 to 15 characters, a DNS label.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
