@@ -333,7 +333,12 @@ type OutageRun struct {
 	// MemoryLimit is the manager container's limit in config/manager,
 	// which the manager ran with (bytes).
 	MemoryLimit float64
-	Outage      OutageResult
+	// Lists are one LIST of every converged Drink through v1 and v1alpha1,
+	// paginated as kubectl does, and one unpaginated through v1alpha1 (one
+	// ConversionReview of N objects), with the manager's peak memory:
+	// measured before the outage, at the same N.
+	Lists  Lists
+	Outage OutageResult
 }
 
 // outageTimeout bounds each half of the outage (converge bounds the
@@ -359,7 +364,13 @@ func Outage(ctx context.Context, cfg Config, k, w int) (OutageRun, error) {
 			return fmt.Errorf("converging: %w", err)
 		}
 		run.ConvergeSeconds = p.Seconds
-		cfg.Logf("N=%d K=%d: converged in %.1fs; deleting OperatorConfig %s", cfg.N, k, p.Seconds, operatorv1alpha1.SingletonName)
+		cfg.Logf("N=%d K=%d: converged in %.1fs; listing every Drink", cfg.N, k, p.Seconds)
+		if run.Lists, err = ListDrinks(ctx, cp, drinkNS, cfg.N, 1, m.Pid()); err != nil {
+			return fmt.Errorf("listing: %w", err)
+		}
+		l := run.Lists
+		cfg.Logf("N=%d: LIST v1 %.1fs, v1alpha1 %.1fs (%d pages, peak RSS %.1f MiB), unpaginated v1alpha1 %.1fs (peak RSS %.1f MiB, RSS before %.1f MiB); deleting OperatorConfig %s",
+			cfg.N, l.V1, l.V1alpha1, l.Pages, l.PeakRSSV1alpha1/(1<<20), l.Unpaginated, l.PeakRSSUnpaginated/(1<<20), l.RSSBefore/(1<<20), operatorv1alpha1.SingletonName)
 		run.Outage, err = ConfigOutage(ctx, cp, m, drinkNS, cfg.N, outageTimeout)
 		if err != nil {
 			return fmt.Errorf("OperatorConfig outage: %w", err)

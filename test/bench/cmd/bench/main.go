@@ -204,6 +204,9 @@ func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, 
 
 func printOutage(rec outageRecord) {
 	o := rec.Outage
+	l := rec.Lists
+	fmt.Printf("LISTs at N=%d: v1 %.1fs, v1alpha1 %.1fs in %d pages (manager peak RSS %.1f MiB), unpaginated v1alpha1 %.1fs (peak RSS %.1f MiB; RSS before %.1f MiB, limit %.0f MiB)\n",
+		rec.N, l.V1, l.V1alpha1, l.Pages, l.PeakRSSV1alpha1/(1<<20), l.Unpaginated, l.PeakRSSUnpaginated/(1<<20), l.RSSBefore/(1<<20), rec.MemoryLimit/(1<<20))
 	fmt.Printf("OperatorConfig outage at N=%d (K=%d, commit %s)\n", rec.N, rec.K, rec.Commit)
 	fmt.Printf("  delete:   drained in %.1fs, writes quiet at %.1fs, %.0f reconciles; writes %s\n", o.DeleteSeconds, o.DeleteQuietSeconds, o.DeleteReconciles, o.DeleteWrites)
 	fmt.Printf("  recreate: drained in %.1fs, writes quiet at %.1fs, %.0f reconciles; writes %s\n", o.RecreateSeconds, o.RecreateQuietSeconds, o.RecreateReconciles, o.RecreateWrites)
