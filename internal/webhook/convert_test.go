@@ -1,12 +1,15 @@
 package webhook
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -195,40 +198,26 @@ func TestStreamingConversion(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, srv.URL+ConvertPath, tc.body())
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch tc.length {
-			case 0:
+			length := tc.length
+			if length == 0 {
 				all, _ := io.ReadAll(tc.body())
-				req.ContentLength = int64(len(all))
-			default:
-				req.ContentLength = tc.length
+				length = int64(len(all))
 			}
-			if tc.length < 0 {
-				req.ContentLength = -1
-			}
-			resp, err := srv.Client().Do(req)
-			var got []byte
-			if err == nil {
-				got, err = io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-			}
+			code, got, err := post(t, srv.Listener.Addr().String(), tc.body(), length)
 			if n := read.Load().read.Load(); tc.maxRead > 0 && n > tc.maxRead {
 				t.Errorf("the handler read %d bytes of the body, want at most %d", n, tc.maxRead)
 			}
 			if tc.wantCode == 0 {
 				if err == nil {
-					t.Fatalf("got a whole answer (HTTP %d, %d bytes), want the connection cut", resp.StatusCode, len(got))
+					t.Fatalf("got a whole answer (HTTP %d, %d bytes), want the connection cut", code, len(got))
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.StatusCode != tc.wantCode {
-				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, tc.wantCode, got)
+			if code != tc.wantCode {
+				t.Fatalf("HTTP %d, want %d: %s", code, tc.wantCode, got)
 			}
 			if !bytes.Contains(got, []byte(tc.wantInBody)) {
 				t.Errorf("the answer does not say %q: %s", tc.wantInBody, got)
@@ -259,6 +248,49 @@ func TestStreamingConversion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// post sends a POST of body to the conversion path at addr on a
+// connection of its own, with a Content-Length of length (-1: chunked),
+// and reads the answer while the body is still being written, as the API
+// server would: a server that answers a refused body early, and closes,
+// must be heard even though the rest of the body cannot be sent.
+func post(t *testing.T, addr string, body io.Reader, length int64) (int, []byte, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	head := "POST " + ConvertPath + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n"
+	if length >= 0 {
+		head += fmt.Sprintf("Content-Length: %d\r\n", length)
+	} else {
+		head += "Transfer-Encoding: chunked\r\n"
+	}
+	go func() {
+		// Write errors are the point of some rows: the server stopped
+		// reading. What it answered is read below.
+		if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+			return
+		}
+		if length >= 0 {
+			_, _ = io.Copy(conn, body)
+			return
+		}
+		cw := httputil.NewChunkedWriter(conn)
+		if _, err := io.Copy(cw, body); err == nil {
+			_ = cw.Close()
+			_, _ = io.WriteString(conn, "\r\n")
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	got, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, got, err
 }
 
 // TestStreamingConversionAsControllerRuntime: for reviews controller-runtime's
