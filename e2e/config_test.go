@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,16 @@ func liveConfiguration() features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"logLevel":%q,"managementState":%q}}`, was.LogLevel, was.ManagementState))
+			// What the spec held before, a field it did not set removed
+			// again (null), not set to "".
+			jsonOrNull := func(v string) string {
+				if v == "" {
+					return "null"
+				}
+				return strconv.Quote(v)
+			}
+			patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"logLevel":%s,"managementState":%s}}`,
+				jsonOrNull(string(was.LogLevel)), jsonOrNull(string(was.ManagementState))))
 			cleanUp(t, cfg, "namespace", configNS)
 			return ctx
 		}).
