@@ -88,10 +88,12 @@ type Released struct {
 
 // releasable lists the spec values of c that an earlier release's
 // bootstrap wrote and nobody has claimed since: the field is owned by the
-// bootstrap's own Update entry in managedFields and by no other entry, and
-// its value is the default of a release that wrote defaults. A value any
-// other manager set (an edit, an apply, even of the same value) is the
-// user's, and so is one that differs from every written default.
+// bootstrap's own Update entry in managedFields and by no other entry, or
+// by no entry at all (the previous release's CRD schema defaulted it: a
+// write of a user's would own it), and its value is the default of a
+// release that wrote defaults. A value any other manager set (an edit, an
+// apply, even of the same value) is the user's, and so is one that differs
+// from every written default.
 func releasable(c *operatorv1alpha1.OperatorConfig) ([]Released, error) {
 	ours, others := &fieldpath.Set{}, &fieldpath.Set{}
 	for _, e := range c.ManagedFields {
@@ -112,7 +114,7 @@ func releasable(c *operatorv1alpha1.OperatorConfig) ([]Released, error) {
 	for _, f := range writtenFields {
 		v := f.get(&c.Spec)
 		p := fieldpath.MakePathOrDie(append([]any{"spec"}, toAny(f.path)...)...)
-		if v == "" || !ours.Has(p) || others.Has(p) {
+		if v == "" || others.Has(p) {
 			continue
 		}
 		var by []string
@@ -126,6 +128,49 @@ func releasable(c *operatorv1alpha1.OperatorConfig) ([]Released, error) {
 		}
 	}
 	return out, nil
+}
+
+// ReleaseEarlierDefaultsWithin is ReleaseEarlierDefaults until the spec
+// holds no such default, checking every interval for at most timeout.
+// While an upgrade rolls out, the previous release's CRD (whose schema
+// defaults the spec) or its defaulting webhook may still be in place and
+// write the values back at once; once the new CRD and webhook
+// configuration are applied, a release sticks. If they still refill it
+// after timeout, the step says so and lets the pod start: the next start
+// of a pod releases them.
+func ReleaseEarlierDefaultsWithin(ctx context.Context, log logr.Logger, c client.Client, interval, timeout time.Duration) error {
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := ReleaseEarlierDefaults(ctx, log, c); err != nil {
+			return err
+		}
+		cfg := &operatorv1alpha1.OperatorConfig{}
+		err := c.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, cfg)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		left, err := releasable(cfg)
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			log.Info("the previous release's CRD or webhook still writes its defaults back into the spec; they stay until the next start of a pod",
+				"fields", describeFields(left), "waited", timeout.String())
+			return nil
+		}
+		log.Info("the defaults came back (the previous release's CRD or webhook is still in place); releasing them again", "fields", describeFields(left))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }
 
 func toAny(path []string) []any {

@@ -112,6 +112,26 @@ func TestReleaseEarlierDefaults(t *testing.T) {
 			released: []string{"managementState", "logLevel", "drinks.defaultSize", "guestbook.namespace"},
 		},
 		{
+			// The previous release's CRD schema defaults a field it finds
+			// empty on every write, and defaulted values belong to no
+			// manager: an upgrade whose bootstrap ran before the new CRD was
+			// applied leaves them so.
+			name: "written back by the previous release's schema defaults (owned by no one): every default goes",
+			prepare: func(t *testing.T) {
+				createAsV020(t, c, nil)
+				cfg := getConfig(t, c)
+				cfg.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+				if err := c.Update(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+				if cfg := getConfig(t, c); len(cfg.ManagedFields) != 0 {
+					t.Fatalf("managedFields %v, want none", cfg.ManagedFields)
+				}
+			},
+			want:     operatorv1alpha1.OperatorConfigSpec{},
+			released: []string{"managementState", "logLevel", "drinks.defaultSize", "guestbook.namespace", "guestbook.image"},
+		},
+		{
 			name: "a value no release wrote as its default stays",
 			prepare: func(t *testing.T) {
 				createAsV020(t, c, func(s *operatorv1alpha1.OperatorConfigSpec) { s.LogLevel = operatorv1alpha1.LogDebug })
