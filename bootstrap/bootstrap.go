@@ -51,7 +51,7 @@ func Steps(c client.Client, opts Options) []Step {
 			return WaitForCRD(ctx, log, c, OperatorConfigCRD, opts)
 		}},
 		{Name: "release the defaults an earlier release wrote", Run: func(ctx context.Context, log logr.Logger) error {
-			return ReleaseEarlierDefaultsWithin(ctx, log, c, opts.Interval, opts.Timeout)
+			return ReleaseEarlierDefaultsWithin(ctx, log, c, opts.Interval, min(opts.Timeout, releaseRetryFor))
 		}},
 		{Name: "create the default OperatorConfig", Run: func(ctx context.Context, log logr.Logger) error {
 			return CreateDefaultConfig(ctx, log, c)

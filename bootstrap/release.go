@@ -130,6 +130,15 @@ func releasable(c *operatorv1alpha1.OperatorConfig) ([]Released, error) {
 	return out, nil
 }
 
+// releaseRetryFor bounds how long a pod's bootstrap keeps releasing
+// defaults that come back. Each new pod of a rollout runs the step again,
+// and by the later ones fewer (then none) of the previous release's pods
+// answer its webhook, so a pod need not wait long: in the Helm adoption of
+// a v0.2.0 install the old OperatorConfig webhook entry outlives the
+// install (a strategic merge keeps it; the new pods answer it without a
+// patch), and a 2-minute wait held the first new pod that long.
+const releaseRetryFor = 30 * time.Second
+
 // ReleaseEarlierDefaultsWithin is ReleaseEarlierDefaults until the spec
 // holds no such default, checking every interval for at most timeout.
 // While an upgrade rolls out, the previous release's CRD (whose schema
