@@ -58,7 +58,10 @@ type Proxy struct {
 	srv      *http.Server
 	logf     func(string, ...any)
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// resets counts Reset's calls: a write still in flight from before
+	// the last one (a killed manager's) belongs to no trial now.
+	resets int
 	writes []Write
 	// killMatch chooses the write after which the manager dies.
 	killMatch func(Write) bool
@@ -137,6 +140,7 @@ current-context: proxy
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.resets++
 	p.writes, p.killMatch, p.onKill = nil, nil, nil
 	p.perturb = Perturbation{}
 	p.recording, p.stale, p.staleServed, p.staleRVs = false, nil, 0, nil
@@ -285,6 +289,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when it is the armed one.
 func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) {
 	p.mu.Lock()
+	resets := p.resets
 	idx := len(p.writes) + 1
 	wr := Write{Index: idx, Verb: r.Method, Path: writePath(r, body)}
 	p.writes = append(p.writes, wr)
@@ -304,6 +309,20 @@ func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) 
 		code = resp.StatusCode
 	}
 	p.mu.Lock()
+	if p.resets != resets {
+		// A trial ended and the next began (Reset) while this write was
+		// in flight: it is not the new trial's, and not its to kill for.
+		// (Recording it once indexed a list Reset had emptied, and the
+		// panic left the mutex locked: the next trial hung for 20 min.)
+		if kill && p.killing == done {
+			p.killing = nil
+		}
+		p.mu.Unlock()
+		if kill {
+			close(done)
+		}
+		panic(http.ErrAbortHandler)
+	}
 	p.writes[idx-1].Code = code
 	onKill := p.onKill
 	p.mu.Unlock()
