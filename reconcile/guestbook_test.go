@@ -213,15 +213,7 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(testCtx, oc) })
-	testenv.Eventually(t, 10*time.Second, func() string {
-		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(oc), oc); err != nil {
-			return err.Error()
-		}
-		if oc.Status.ObservedGeneration != oc.Generation || !meta.IsStatusConditionTrue(oc.Status.Conditions, operatorv1alpha1.ConditionAvailable) {
-			return fmt.Sprintf("OperatorConfig not accepted: %+v", oc.Status)
-		}
-		return ""
-	})
+	waitConfigAccepted(t, oc)
 
 	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "mover"},
 		Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "mover-cm"}}
@@ -229,9 +221,14 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Deleted before the config moves back, so that nothing moves then.
+	// The OperatorConfig is deleted only once the operator accepted the
+	// move back: a deleted OperatorConfig leaves the last accepted
+	// configuration in force, and the next tests' operands would go to
+	// newNS (seen on a loaded machine: every later Guestbook test failed).
 	t.Cleanup(func() {
 		_ = k8s.Delete(testCtx, g)
 		setGuestbookNamespace(t, oc, operandNS)
+		waitConfigAccepted(t, oc)
 	})
 	runPods(t, g)
 	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
@@ -292,6 +289,20 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 }
 
 // setGuestbookNamespace edits guestbook.namespace of the OperatorConfig.
+// waitConfigAccepted waits until the operator accepted oc's generation.
+func waitConfigAccepted(t *testing.T, oc *operatorv1alpha1.OperatorConfig) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(oc), oc); err != nil {
+			return err.Error()
+		}
+		if oc.Status.ObservedGeneration != oc.Generation || !meta.IsStatusConditionTrue(oc.Status.Conditions, operatorv1alpha1.ConditionAvailable) {
+			return fmt.Sprintf("OperatorConfig not accepted: %+v", oc.Status)
+		}
+		return ""
+	})
+}
+
 func setGuestbookNamespace(t *testing.T, oc *operatorv1alpha1.OperatorConfig, ns string) {
 	t.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
