@@ -21,6 +21,7 @@ import (
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // TestReconcilePanic: the Drink reconciler panics on one Drink (a fault
@@ -31,7 +32,7 @@ import (
 // server of its own: the suite's manager would reconcile the Drink without
 // the fault.
 func TestReconcilePanic(t *testing.T) {
-	const ns, others = "panic", 20
+	const ns, others, workers = "panic", 20, 1
 	cfg, admin := ownAPIServer(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -54,7 +55,7 @@ func TestReconcilePanic(t *testing.T) {
 	skip := true
 	if err := (&reconcile.DrinkReconciler{
 		Client: faulty, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("myoperator"), Namespace: operatorNS,
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &skip}); err != nil {
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
 	}
 	before := panics(t)
@@ -115,6 +116,12 @@ func TestReconcilePanic(t *testing.T) {
 	}
 	t.Logf("%d other Drinks Ready in %s behind a Drink whose reconcile panicked %v times; event: %s", others,
 		converged.Round(time.Millisecond), n, event.Note)
+	reliability.Save(t, map[string]any{
+		"workers":     workers,
+		"otherDrinks": others,
+		"readyMs":     converged.Round(time.Millisecond).Milliseconds(),
+		"panics":      int(n),
+	})
 }
 
 // panics reads controller-runtime's panic counter of the drink controller

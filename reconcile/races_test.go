@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // conflictReason is the Ready reason (and event reason) of a Drink whose
@@ -81,16 +83,56 @@ type liveDrink struct {
 // and logged here, not failed.
 func TestCreateDeleteRaces(t *testing.T) {
 	seed, iterations := raceParams(t)
-	for ci, tc := range raceCases(iterations) {
+	cases := raceCases(iterations)
+	var results []raceResult
+	for ci, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := iterations
 			if tc.iterations > 0 {
 				n = tc.iterations
 			}
-			runRaceCase(t, tc, n, seed, uint64(ci))
+			results = append(results, runRaceCase(t, tc, n, seed, uint64(ci)))
 		})
 	}
+	if len(results) < len(cases) {
+		t.Logf("%d of %d cases ran to their end: no reliability figures", len(results), len(cases))
+		return
+	}
+	// The figures: the slowest convergence over the cases with the usual
+	// garbage collector and over those with the slow one, and the sums.
+	var slowest, slowGCSlowest, slowGC time.Duration
+	slowGCIterations, deadOwned, deadStatus, conflicts, conflictEvents, collected := 0, 0, 0, 0, 0, 0
+	for i, r := range results {
+		if cases[i].gcFixed {
+			slowGC, slowGCIterations = max(slowGC, cases[i].gcMax), r.iterations
+			slowGCSlowest = max(slowGCSlowest, r.slowest)
+		} else {
+			slowest = max(slowest, r.slowest)
+		}
+		deadOwned += r.deadOwned
+		deadStatus += r.deadStatus
+		conflicts += r.conflicts
+		conflictEvents += r.conflictEvents
+		collected += r.collected
+	}
+	reliability.Save(t, map[string]any{
+		"seed":                   strconv.FormatUint(seed, 10),
+		"iterationsPerCase":      iterations,
+		"slowGCIterations":       slowGCIterations,
+		"cases":                  len(cases),
+		"slowestConvergeSeconds": raceSeconds(slowest),
+		"slowGCSeconds":          raceSeconds(slowGC),
+		"slowGCConvergeSeconds":  raceSeconds(slowGCSlowest),
+		"deadOwnerConfigMaps":    deadOwned,
+		"readyWithDeadStatus":    deadStatus,
+		"conflictConditions":     conflicts,
+		"conflictEvents":         conflictEvents,
+		"collectedConfigMaps":    collected,
+	}, "RACE_SEED", "RACE_ITERATIONS")
 }
+
+// raceSeconds is d in seconds, rounded to 0.1.
+func raceSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
 
 // TestRecreatedDrinkNeverShowsDeadStatus: a Drink deleted and recreated
 // under the same name while the deleted one's reconcile is writing its
@@ -327,11 +369,27 @@ func recreateAfter(wait func(*rand.Rand) time.Duration) func(*testing.T, *rand.R
 	}
 }
 
+// raceResult is what one case measured.
+type raceResult struct {
+	iterations int
+	// slowest is the longest an iteration took to converge after its last
+	// write.
+	slowest time.Duration
+	// deadOwned counts the ConfigMaps left controlled by a dead Drink
+	// after the garbage collector ran; deadStatus the times a Drink was
+	// seen Ready with a dead Drink's status.
+	deadOwned, deadStatus int
+	// conflicts counts Ready=False/ConfigMapConflict conditions seen,
+	// conflictEvents the events of that reason, collected the ConfigMaps
+	// of dead Drinks the garbage collector deleted.
+	conflicts, conflictEvents, collected int
+}
+
 // runRaceCase runs n iterations of tc, at most 8 at a time, each on its own
 // Drink name in one namespace, with the garbage collector and a Drink
 // watcher running, then checks the namespace as a whole. A Drink seen
 // Ready with a dead Drink's status fails the case.
-func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) {
+func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) raceResult {
 	ns := namespace(t)
 	ctx, cancel := context.WithCancel(testCtx)
 	defer cancel()
@@ -376,7 +434,8 @@ func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) {
 	time.Sleep(time.Second)
 	cancel()
 	<-gc.finished
-	for _, why := range namespaceOracle(t, ns, n) {
+	whys, deadOwned := namespaceOracle(t, ns, n)
+	for _, why := range whys {
 		t.Error(why)
 	}
 	gc.mu.Lock()
@@ -403,6 +462,8 @@ func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) {
 	t.Logf("%s: %d iterations, max time to converge %s, transient conflicts: %d Ready=False/%s conditions and %d events, "+
 		"%d ConfigMaps of dead Drinks deleted by the garbage collector, %d Ready with a dead Drink's status, outcome %s",
 		tc.name, n, slowest.Round(time.Millisecond), obs.conflicts, conflictReason, events, deleted, len(obs.violations), outcome)
+	return raceResult{iterations: n, slowest: slowest, deadOwned: deadOwned, deadStatus: len(obs.violations),
+		conflicts: obs.conflicts, conflictEvents: events, collected: deleted}
 }
 
 // convergeWithin polls until the Drink key is in its final state (want, or
@@ -471,7 +532,8 @@ func liveConverged(key client.ObjectKey, want *liveDrink) string {
 // namespaceOracle checks the namespace once everything settled: every
 // ConfigMap is controlled by the live Drink of its name, no Drink is
 // missing its ConfigMap, and no ConfigMap is left with a dead controller.
-func namespaceOracle(t *testing.T, ns string, n int) []string {
+// It returns the problems and how many ConfigMaps a dead Drink controls.
+func namespaceOracle(t *testing.T, ns string, n int) (whys []string, deadOwned int) {
 	t.Helper()
 	drinks := &drinksv1.DrinkList{}
 	if err := k8s.List(testCtx, drinks, client.InNamespace(ns)); err != nil {
@@ -485,7 +547,6 @@ func namespaceOracle(t *testing.T, ns string, n int) []string {
 	if err := k8s.List(testCtx, cms, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var whys []string
 	seen := map[string]bool{}
 	for _, cm := range cms.Items {
 		if cm.Name == "kube-root-ca.crt" {
@@ -497,6 +558,7 @@ func namespaceOracle(t *testing.T, ns string, n int) []string {
 			whys = append(whys, fmt.Sprintf("ConfigMap %s has no controller (labels %v)", cm.Name, cm.Labels))
 		case live[cm.Name] == "" || ref.UID != live[cm.Name]:
 			whys = append(whys, fmt.Sprintf("ConfigMap %s controlled by dead Drink %s after the garbage collector ran", cm.Name, ref.UID))
+			deadOwned++
 		}
 		seen[cm.Name] = true
 	}
@@ -508,7 +570,7 @@ func namespaceOracle(t *testing.T, ns string, n int) []string {
 	if len(live) > n {
 		whys = append(whys, fmt.Sprintf("%d Drinks for %d iterations", len(live), n))
 	}
-	return whys
+	return whys, deadOwned
 }
 
 // fakeGC plays the garbage collector that envtest lacks: it deletes a

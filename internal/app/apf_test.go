@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 const (
@@ -188,7 +190,8 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	// stop, webhooks and all (what the shipped FlowSchema prevents): the
 	// creates it no longer admits are refused, which is this phase's
 	// outcome, not a failure of the test.
-	if errs := createDrinks(ctx, admin, "unprotected", apfDrinks); len(errs) > 0 {
+	errs := createDrinks(ctx, admin, "unprotected", apfDrinks)
+	if len(errs) > 0 {
 		select {
 		case <-run.done:
 			t.Logf("%d of %d creates refused after the manager stopped, the first: %v", len(errs), apfDrinks, errs[0])
@@ -200,9 +203,10 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	apiEnd := apiserverMetrics(ctx, t, cs)
 	leaseEnd := w.snapshot()
 	unprotectedRejected := leaseRejections(apiEnd) - leaseRejections(apiAfter)
-	outcome := fmt.Sprintf("%d Drinks converged in %s", apfDrinks, time.Since(start).Round(100*time.Millisecond))
+	unprotectedTook := time.Since(start)
+	outcome := fmt.Sprintf("%d Drinks converged in %s", apfDrinks, unprotectedTook.Round(100*time.Millisecond))
 	if !converged {
-		outcome = fmt.Sprintf("the manager stopped after %s (%v)", time.Since(start).Round(100*time.Millisecond), lost)
+		outcome = fmt.Sprintf("the manager stopped after %s (%v)", unprotectedTook.Round(100*time.Millisecond), lost)
 	}
 	t.Logf("without the shipped FlowSchema: %s; %v Lease requests rejected; Lease renewed %d times, longest gap between renewals %s, "+
 		"leader lost: %v",
@@ -210,6 +214,31 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	if unprotectedRejected == 0 {
 		t.Errorf("no Lease request rejected without the shipped FlowSchema: the test does not show what it protects")
 	}
+	reliability.Save(t, map[string]any{
+		"drinks":                       apfDrinks,
+		"readySeconds":                 figSeconds(took),
+		"responses429":                 int(got429),
+		"squeezeRejected":              int(rejected),
+		"leaseRejected":                int(leaseRejected),
+		"renewals":                     leaseAfter.renewals - leaseBefore.renewals,
+		"longestGapSeconds":            figSeconds(leaseAfter.maxGap),
+		"holderChanges":                leaseAfter.holderChanges,
+		"leaderTransitions":            int(leaseAfter.transitions - leaseBefore.transitions),
+		"configCacheFallbacks":         int(fallbacks),
+		"unprotectedLeaderLost":        lost != nil,
+		"unprotectedConverged":         converged,
+		"unprotectedSeconds":           figSeconds(unprotectedTook),
+		"unprotectedLeaseRejected":     int(unprotectedRejected),
+		"unprotectedCreatesRefused":    len(errs),
+		"unprotectedRenewals":          leaseEnd.renewals - leaseAfter.renewals,
+		"unprotectedLongestGapSeconds": figSeconds(leaseEnd.maxGap),
+	})
+}
+
+// figSeconds is a duration as a figure for reliability.Save: float
+// seconds rounded to a tenth.
+func figSeconds(d time.Duration) float64 {
+	return math.Round(d.Seconds()*10) / 10
 }
 
 // installShippedFlowSchemas installs the FlowSchemas config/manager ships

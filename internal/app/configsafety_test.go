@@ -27,6 +27,7 @@ import (
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // replicas runs the operator's two replicas in this process: both serve
@@ -144,9 +145,13 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	// 1. Deleted, both replicas restarted meanwhile. The outage changes no
 	// Drink's or Guestbook's outcome, so it is said once, on the record
 	// (and in the log, an event and the metric), not on each object.
+	// restarts counts the times both replicas were stopped and started
+	// again, operandChecks the times the operands' UIDs were found kept.
+	restarts, operandChecks := 0, 0
 	r.stop(t)
 	deleteConfig(t, c)
 	r.start(t)
+	restarts++
 	testenv.Eventually(t, 30*time.Second, func() string {
 		rec := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, rec); err != nil {
@@ -167,13 +172,24 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(drink), d); err != nil {
 		t.Fatal(err)
 	}
+	// A changed resourceVersion is at least one write; the test cannot
+	// tell how many.
+	drinkWrites := 0
+	if d.ResourceVersion != unmanagedDrink {
+		drinkWrites = 1
+	}
 	if d.ResourceVersion != unmanagedDrink || meta.FindStatusCondition(d.Status.Conditions, reconcile.ConditionConfigDegraded) != nil {
 		t.Errorf("the outage wrote the Drink: resourceVersion %s -> %s, conditions %+v", unmanagedDrink, d.ResourceVersion, d.Status.Conditions)
 	}
-	if msg := wantEvent(ctx, c, "drinks", "tea", reconcile.ReasonConfigMissing); msg == "" {
+	drinkEvents, err := countEvents(ctx, c, "drinks", "tea", reconcile.ReasonConfigMissing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drinkEvents > 0 {
 		t.Errorf("an event %s on the Drink: the outage is said on the record only", reconcile.ReasonConfigMissing)
 	}
 	checkOperandsKept(t, c, uids)
+	operandChecks++
 
 	// 2. Invalid behind the webhook's back (the replicas are down, the
 	// webhook fails open), both replicas restarted meanwhile.
@@ -186,6 +202,7 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		t.Fatalf("storing an invalid OperatorConfig while the webhook is down: %v", err)
 	}
 	r.start(t)
+	restarts++
 	waitConfig(t, c, "invalid config: Degraded says so", func(oc *operatorv1alpha1.OperatorConfig) string {
 		if msg := wantCondition(oc.Status.Conditions, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, reconcile.ReasonInvalidConfig); msg != "" {
 			return msg
@@ -208,6 +225,7 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		return wantCondition(g.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
 	})
 	checkOperandsKept(t, c, uids)
+	operandChecks++
 
 	// 3. A valid config clears it within 10 s.
 	setSpec(t, c, func(s *operatorv1alpha1.OperatorConfigSpec) { s.Guestbook.Namespace = "team-a" })
@@ -232,8 +250,10 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		}
 		return ""
 	})
-	t.Logf("valid config in force after %s", time.Since(start).Round(time.Millisecond))
+	validAfter := time.Since(start)
+	t.Logf("valid config in force after %s", validAfter.Round(time.Millisecond))
 	checkOperandsKept(t, c, uids)
+	operandChecks++
 
 	// 4. Deleted and recreated by the bootstrap with an empty spec (the
 	// default namespace "guestbook"): no operand moves, and the
@@ -260,6 +280,7 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	})
 	r.stop(t)
 	r.start(t)
+	restarts++
 	waitGuestbook(t, c, "recreated config: managed in team-a", func(g *webappv1.Guestbook) string {
 		if cond := meta.FindStatusCondition(g.Status.Conditions, "Ready"); cond == nil || cond.Reason == reconcile.ReasonUnmanaged {
 			return fmt.Sprintf("Guestbook Ready %+v, want managed", cond)
@@ -267,10 +288,21 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		return ""
 	})
 	checkOperandsKept(t, c, uids)
-	err := c.Get(ctx, client.ObjectKey{Namespace: operatorv1alpha1.DefaultGuestbookNamespace, Name: "gb"}, &appsv1.StatefulSet{})
+	operandChecks++
+	err = c.Get(ctx, client.ObjectKey{Namespace: operatorv1alpha1.DefaultGuestbookNamespace, Name: "gb"}, &appsv1.StatefulSet{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("StatefulSet in the recreated config's namespace %q: %v, want none", operatorv1alpha1.DefaultGuestbookNamespace, err)
 	}
+	reliability.Save(t, map[string]any{
+		"drinks":                   1,
+		"guestbooks":               1,
+		"operandsKept":             len(uids),
+		"operandChecks":            operandChecks,
+		"restarts":                 restarts,
+		"drinkWritesDuringOutage":  drinkWrites,
+		"drinkConfigMissingEvents": drinkEvents,
+		"validConfigSeconds":       figSeconds(validAfter),
+	})
 }
 
 // operandUIDs waits for the Guestbook's StatefulSet and Service and returns
@@ -370,6 +402,22 @@ func wantCondition(conds []metav1.Condition, typ string, status metav1.Condition
 		return fmt.Sprintf("condition %s is %+v, want %s/%s", typ, cond, status, reason)
 	}
 	return ""
+}
+
+// countEvents counts the events of ns about the object regarding with
+// reason.
+func countEvents(ctx context.Context, c client.Client, ns, regarding, reason string) (int, error) {
+	evs := &eventsv1.EventList{}
+	if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range evs.Items {
+		if e.Regarding.Name == regarding && e.Reason == reason {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func wantEvent(ctx context.Context, c client.Client, ns, regarding, reason string) string {

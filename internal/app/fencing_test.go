@@ -33,6 +33,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 const (
@@ -116,11 +117,15 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 
 	// Without the fence: the resumed leader's writes are admitted. A
 	// trial where it sends none proves nothing, so up to 5 are run.
+	var unfencedPerTrial []int
+	var unfenced fenceTrial
 	t.Run("unfenced", func(t *testing.T) {
 		for i := 1; i <= 5; i++ {
 			tr := run(t, i)
 			logTrial(t, i, tr)
+			unfencedPerTrial = append(unfencedPerTrial, len(tr.admitted))
 			if len(tr.admitted) > 0 {
+				unfenced = tr
 				t.Logf("unfenced: %d stale writes admitted (%s) in trial %d, the first trial with any", len(tr.admitted), byResource(tr.admitted), i)
 				return
 			}
@@ -132,9 +137,10 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	}
 
 	installFence(ctx, t, admin, cs, kubeconfigs[pods[0]])
+	var admitted, fenced, failed, conflicts, withAttempts, holderDenied int
+	var takeovers, exits []time.Duration
+	var fencedPerTrial []int
 	t.Run("fenced", func(t *testing.T) {
-		var admitted, fenced, failed, withAttempts, holderDenied int
-		var takeovers []time.Duration
 		for i := 1; i <= trials; i++ {
 			tr := run(t, i)
 			logTrial(t, i, tr)
@@ -144,11 +150,18 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 			admitted += len(tr.admitted)
 			fenced += len(tr.fenced)
 			failed += len(tr.failed)
+			for _, e := range tr.failed {
+				if e.ResponseStatus != nil && e.ResponseStatus.Code == 409 {
+					conflicts++
+				}
+			}
 			holderDenied += tr.holderDenied
 			if len(tr.fenced) > 0 {
 				withAttempts++
 			}
 			takeovers = append(takeovers, tr.takeover)
+			exits = append(exits, tr.exitAfter)
+			fencedPerTrial = append(fencedPerTrial, len(tr.fenced))
 		}
 		slices.Sort(takeovers)
 		t.Logf("fenced: %d trials, %d with stale writes denied; stale writes: %d admitted, %d denied by the fence, %d failed otherwise; the holder's writes denied: %d; takeover after SIGSTOP %s to %s",
@@ -157,7 +170,45 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 			t.Errorf("the paused leader never wrote after the takeover in %d trials: the fence was not exercised", trials)
 		}
 	})
-	t.Logf("TestPausedLeaderIsFenced took %s", time.Since(began).Round(time.Second))
+	took := time.Since(began)
+	t.Logf("TestPausedLeaderIsFenced took %s", took.Round(time.Second))
+	if t.Failed() {
+		return
+	}
+	// The unfenced trial that showed stale writes: when after the takeover
+	// they were admitted.
+	var firstAdmitted, lastAdmitted time.Duration
+	for i, e := range unfenced.admitted {
+		after := e.StageTimestamp.Sub(unfenced.takeoverAt)
+		if i == 0 || after < firstAdmitted {
+			firstAdmitted = after
+		}
+		if i == 0 || after > lastAdmitted {
+			lastAdmitted = after
+		}
+	}
+	reliability.Save(t, map[string]any{
+		"trials":                     trials,
+		"trialsWithFenced":           withAttempts,
+		"takeoverMinSeconds":         figSeconds(slices.Min(takeovers)),
+		"takeoverMaxSeconds":         figSeconds(slices.Max(takeovers)),
+		"exitAfterSigcontMinSeconds": figSeconds(slices.Min(exits)),
+		"exitAfterSigcontMaxSeconds": figSeconds(slices.Max(exits)),
+		"staleAdmitted":              admitted,
+		"staleFenced":                fenced,
+		"staleFencedMinPerTrial":     slices.Min(fencedPerTrial),
+		"staleFencedMaxPerTrial":     slices.Max(fencedPerTrial),
+		"staleFailed":                failed,
+		"staleConflicts":             conflicts,
+		"holderRefused":              holderDenied,
+		"unfencedTrials":             len(unfencedPerTrial),
+		"unfencedAdmittedPerTrial":   unfencedPerTrial,
+		"unfencedAdmitted":           len(unfenced.admitted),
+		"unfencedAdmittedByWrite":    writeCounts(unfenced.admitted),
+		"unfencedAdmittedMinSeconds": figSeconds(firstAdmitted),
+		"unfencedAdmittedMaxSeconds": figSeconds(lastAdmitted),
+		"seconds":                    figSeconds(took),
+	}, "FENCE_TRIALS")
 }
 
 // buildManager builds the manager binary (main.go) into a temporary folder.
@@ -489,6 +540,11 @@ func isWrite(verb string) bool {
 
 // byResource counts events by verb and resource.
 func byResource(events []auditv1.Event) string {
+	return fmt.Sprint(writeCounts(events))
+}
+
+// writeCounts counts events by verb and resource ("patch drinks/status").
+func writeCounts(events []auditv1.Event) map[string]int {
 	n := map[string]int{}
 	for _, e := range events {
 		what := e.Verb
@@ -500,7 +556,7 @@ func byResource(events []auditv1.Event) string {
 		}
 		n[what]++
 	}
-	return fmt.Sprint(n)
+	return n
 }
 
 func describe(e auditv1.Event, takeover time.Time) string {

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // TestStorageMigration: Drinks stored in v1alpha1 by the previous release
@@ -46,7 +48,7 @@ func TestStorageMigration(t *testing.T) {
 
 	// Storage-sensitive check: with the conversion webhook unreachable,
 	// reading through v1 works only for objects stored as v1.
-	breakConversion(t, c)
+	breakConversion(t, c, "legacy")
 	list := &drinksv1.DrinkList{}
 	if err := c.List(ctx, list, client.InNamespace("legacy")); err != nil {
 		t.Fatalf("listing through v1 without a conversion webhook: %v (objects not stored as v1)", err)
@@ -62,6 +64,7 @@ func TestStorageMigration(t *testing.T) {
 			t.Errorf("%s: authored version %q, want v1alpha1 (the previous release's only version)", d.Name, got)
 		}
 	}
+	reliability.Save(t, map[string]any{"drinks": len(list.Items)})
 }
 
 // TestStorageMigrationFailureDegrades: when the cluster refuses the
@@ -138,10 +141,11 @@ func TestStorageMigrationFinishes(t *testing.T) {
 
 	wantMessage := []string{"1 of 2002 Drinks not rewritten", ns + "/" + blocked.Name, refusal}
 	waitDegraded(t, c, metav1.ConditionTrue, "StorageMigrationFailed", wantMessage...)
-	if got := storedVersions(t, c); len(got) != 2 {
-		t.Errorf("storedVersions %v while a Drink is still stored as v1alpha1, want both versions kept", got)
+	heldVersions := storedVersions(t, c)
+	if len(heldVersions) != 2 {
+		t.Errorf("storedVersions %v while a Drink is still stored as v1alpha1, want both versions kept", heldVersions)
 	}
-	checkStored(t, etcd, n+2, map[string]string{ns + "/" + blocked.Name: "example.com/v1alpha1"})
+	held := checkStored(t, etcd, n+2, map[string]string{ns + "/" + blocked.Name: "example.com/v1alpha1"})
 	checkAuthored(t, c, ns, n+2, blocked.Name)
 	checkRestarted(t, &mu, &pages)
 
@@ -150,7 +154,7 @@ func TestStorageMigrationFinishes(t *testing.T) {
 	}
 	waitStoredV1(t, c, 3*time.Minute)
 	waitDegraded(t, c, metav1.ConditionFalse, "")
-	checkStored(t, etcd, n+2, nil)
+	final := checkStored(t, etcd, n+2, nil)
 	checkAuthored(t, c, ns, n+2, "")
 	for _, d := range []drinksv1alpha1.Drink{blank, blocked} {
 		got := &drinksv1.Drink{}
@@ -161,6 +165,34 @@ func TestStorageMigrationFinishes(t *testing.T) {
 			t.Errorf("%s: displayName %q, want %q", d.Name, got.Spec.DisplayName, d.Spec.Name)
 		}
 	}
+	// The migration's runs: attempts (the first and its retries after the
+	// refusal), and listings started again after an expired continue token.
+	mu.Lock()
+	attempts, restarts := 0, 0
+	for _, p := range pages {
+		attempts = max(attempts, p.Attempt)
+		if p.Listing > 1 && p.Number == 1 {
+			restarts++
+		}
+	}
+	nPages := len(pages)
+	mu.Unlock()
+	drinks := 0
+	for _, k := range final {
+		drinks += k
+	}
+	reliability.Save(t, map[string]any{
+		"drinks":                      drinks,
+		"refusedDrinks":               held["example.com/v1alpha1"],
+		"rewrittenWhileRefused":       held["example.com/v1"],
+		"storedVersionsWhileRefused":  heldVersions,
+		"storedVersions":              storedVersions(t, c),
+		"trimmedOnlyWhenAllRewritten": len(heldVersions) == 2 && final["example.com/v1alpha1"] == 0,
+		"attempts":                    attempts,
+		"retries":                     attempts - 1,
+		"listingRestarts":             restarts,
+		"pages":                       nPages,
+	})
 }
 
 // waitDegraded waits until the OperatorConfig's Degraded condition has
@@ -298,7 +330,8 @@ func etcdClient(t *testing.T, env *envtest.Environment) *clientv3.Client {
 
 // checkStored reads every Drink as etcd stores it: want of them, each in
 // example.com/v1 except those listed in except (namespace/name: version).
-func checkStored(t *testing.T, etcd *clientv3.Client, want int, except map[string]string) {
+// It returns how many are stored in each apiVersion.
+func checkStored(t *testing.T, etcd *clientv3.Client, want int, except map[string]string) map[string]int {
 	t.Helper()
 	const prefix = "/registry/example.com/drinks/"
 	resp, err := etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
@@ -309,6 +342,7 @@ func checkStored(t *testing.T, etcd *clientv3.Client, want int, except map[strin
 		t.Errorf("%d Drinks in etcd, want %d", len(resp.Kvs), want)
 	}
 	var wrong []string
+	versions := map[string]int{}
 	for _, kv := range resp.Kvs {
 		var stored struct {
 			APIVersion string `json:"apiVersion"`
@@ -324,10 +358,12 @@ func checkStored(t *testing.T, etcd *clientv3.Client, want int, except map[strin
 		if stored.APIVersion != wantVersion {
 			wrong = append(wrong, fmt.Sprintf("%s as %s", name, stored.APIVersion))
 		}
+		versions[stored.APIVersion]++
 	}
 	if len(wrong) > 0 {
 		t.Errorf("%d Drinks stored in the wrong version, among them %v", len(wrong), wrong[:min(5, len(wrong))])
 	}
+	return versions
 }
 
 // previousRelease leaves what the previous release would: its namespace,
@@ -519,13 +555,28 @@ func storedVersions(t *testing.T, c client.Client) []string {
 	return crd.Status.StoredVersions
 }
 
-func breakConversion(t *testing.T, c client.Client) {
+func breakConversion(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	updateCRD(t, c, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Conversion.Webhook.ClientConfig.URL = new("https://127.0.0.1:1/convert")
 	})
-	// The API server picks up the CRD change asynchronously.
-	time.Sleep(2 * time.Second)
+	// The API server picks up the CRD change asynchronously; until a read
+	// that needs the webhook fails, "reads through v1 still work" would
+	// pass with conversion never broken. That failure is the check's
+	// positive control.
+	old := &unstructured.UnstructuredList{}
+	old.SetAPIVersion("example.com/v1alpha1")
+	old.SetKind("DrinkList")
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = c.List(context.Background(), old, client.InNamespace(ns)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatalf("conversion still works 30 s after the webhook was pointed at a closed port: a v1alpha1 list of %s succeeds", ns)
+	}
+	t.Logf("conversion broken: a v1alpha1 list fails: %v", err)
 }
 
 func updateCRD(t *testing.T, c client.Client, mutate func(*apiextensionsv1.CustomResourceDefinition)) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/reliability"
 )
 
 const (
@@ -123,8 +125,34 @@ func TestAPIServerRestart(t *testing.T) {
 	for _, problem := range checkDrinks(ctx, p.cp.Client, restartNS, w.expected()) {
 		t.Error(problem)
 	}
-	t.Logf("the test took %.0fs", time.Since(began).Seconds())
+	took := time.Since(began)
+	t.Logf("the test took %.0fs", took.Seconds())
+	exitSeconds := []float64{}
+	for _, e := range exits {
+		exitSeconds = append(exitSeconds, seconds(e.at.Sub(downAt)))
+	}
+	reliability.Save(t, map[string]any{
+		"drinks":                     w.count(),
+		"acceptedSeconds":            seconds(writtenAt.Sub(writeStart)),
+		"failedAttempts":             int(w.failures.Load()),
+		"acceptedBeforeOutage":       acceptedBefore,
+		"outageAfterSeconds":         seconds(downAt.Sub(writeStart)),
+		"outageSeconds":              seconds(outageFor),
+		"backAfterSeconds":           seconds(backAt.Sub(downAt)),
+		"exits":                      len(exits),
+		"exitSeconds":                exitSeconds,
+		"readyAfterBackSeconds":      seconds(recovered.Sub(backAt)),
+		"readyAfterLastWriteSeconds": seconds(recovered.Sub(writtenAt)),
+		"testSeconds":                seconds(took),
+	}, managerBinaryEnv)
 }
+
+// seconds is d in seconds, rounded to 0.1, as the reliability figures
+// give durations.
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
+
+// round1 is x rounded to one decimal.
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
 
 // writer creates Drinks at a steady rate, cycling through the three
 // versions, and retries each create until the API server accepts it: a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // longFaultsEnv turns on the cluster faults that take minutes.
@@ -103,7 +105,8 @@ func TestForeignObjectsMemory(t *testing.T) {
 	ratio := b.Median / a.Median
 	t.Logf("heap in use after a forced GC, median (min-max) of %d restarts: without foreign objects %.1f MiB (%.1f-%.1f), with %.1f MiB (%.1f-%.1f): ratio %.3f",
 		restarts, a.Median/mib, a.Min/mib, a.Max/mib, b.Median/mib, b.Min/mib, b.Max/mib, ratio)
-	t.Logf("the test took %.0fs", time.Since(began).Seconds())
+	took := time.Since(began)
+	t.Logf("the test took %.0fs", took.Seconds())
 	if ratio > 1+heapTolerance {
 		t.Errorf("the manager's heap grew by %.1f %% with objects that are not its own, want at most %.0f %%", (ratio-1)*100, heapTolerance*100)
 	}
@@ -112,6 +115,25 @@ func TestForeignObjectsMemory(t *testing.T) {
 			t.Errorf("%s foreign objects: the manager sent %d requests that read them, first: %v", r.label, len(r.foreign), r.foreign[:min(5, len(r.foreign))])
 		}
 	}
+	reliability.Save(t, map[string]any{
+		"drinks":            foreignDrinks,
+		"convergeSeconds":   round1(phase.Seconds),
+		"foreignConfigMaps": foreignConfigMaps,
+		"foreignSecrets":    foreignSecrets,
+		"foreignServices":   foreignServices,
+		"foreignNamespaces": foreignNamespaces,
+		"restarts":          restarts,
+		"withoutHeapMiB":    round1(a.Median / mib),
+		"withoutHeapMinMiB": round1(a.Min / mib),
+		"withoutHeapMaxMiB": round1(a.Max / mib),
+		"withHeapMiB":       round1(b.Median / mib),
+		"withHeapMinMiB":    round1(b.Min / mib),
+		"withHeapMaxMiB":    round1(b.Max / mib),
+		"heapRatio":         math.Round(ratio*1000) / 1000,
+		"heapRatioLimit":    1 + heapTolerance,
+		"foreignRequests":   len(without.foreign) + len(with.foreign),
+		"testSeconds":       seconds(took),
+	}, longFaultsEnv, managerBinaryEnv)
 }
 
 const mib = 1 << 20

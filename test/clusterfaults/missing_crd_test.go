@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/reliability"
 )
 
 // TestManagerWaitsForItsCRDs: a manager started while one of its CRDs is
@@ -25,6 +26,7 @@ import (
 // determine if *v1.Drink is namespaced ... no matches for
 // example.com/v1", as CI saw after an API server restart.
 func TestManagerWaitsForItsCRDs(t *testing.T) {
+	began := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	p := startPlane(ctx, t, bench.PlaneOptions{}, false)
@@ -52,6 +54,7 @@ func TestManagerWaitsForItsCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Stop)
+	startedAt := time.Now()
 	const want = `"groupVersion":"example.com/v1"`
 	testenv.Eventually(t, 30*time.Second, func() string {
 		if !m.Running() {
@@ -77,5 +80,16 @@ func TestManagerWaitsForItsCRDs(t *testing.T) {
 	if err := m.WaitReady(ctx, 90*time.Second); err != nil {
 		t.Fatalf("after the CRD came back: %v; its log:\n%s", err, tail(p.opts.LogFile, 10))
 	}
-	t.Logf("the manager waited while example.com/v1 was not served, and was ready %s after the CRD was created", time.Since(created).Round(time.Millisecond))
+	ready := time.Since(created)
+	t.Logf("the manager waited while example.com/v1 was not served, and was ready %s after the CRD was created", ready.Round(time.Millisecond))
+	exits := 0
+	if !m.Running() {
+		exits = 1
+	}
+	reliability.Save(t, map[string]any{
+		"waitedSeconds": seconds(created.Sub(startedAt)),
+		"readySeconds":  seconds(ready),
+		"exits":         exits,
+		"testSeconds":   seconds(time.Since(began)),
+	}, managerBinaryEnv)
 }

@@ -16,6 +16,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/bench"
+	"github.com/example/myoperator/test/reliability"
 )
 
 const (
@@ -44,6 +45,7 @@ func TestTenantCannotFillCache(t *testing.T) {
 	if os.Getenv(longFaultsEnv) != "1" {
 		t.Skipf("takes about a minute; run with %s=1", longFaultsEnv)
 	}
+	began := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	p := startPlane(ctx, t, bench.PlaneOptions{}, false)
@@ -71,12 +73,13 @@ func TestTenantCannotFillCache(t *testing.T) {
 		tenantConfigMaps, tenantConfigMapBytes>>10, tenantDrinks, tenantAnnotationBytes>>10, time.Since(created).Seconds())
 	// Every Drink converges: its ConfigMap is written and its status Ready.
 	deadline := time.Now().Add(2 * time.Minute)
+	ready := 0
 	for {
 		list := &drinksv1.DrinkList{}
 		if err := p.cp.Client.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
-		ready := 0
+		ready = 0
 		for _, d := range list.Items {
 			for _, c := range d.Status.Conditions {
 				if c.Type == drinksv1.ConditionReady && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation {
@@ -106,6 +109,19 @@ func TestTenantCannotFillCache(t *testing.T) {
 		t.Errorf("the manager's heap grew by %.1f MiB for %d MiB of a tenant's objects, want less than %d MiB",
 			growth/mib, (tenantConfigMaps*tenantConfigMapBytes+tenantDrinks*tenantAnnotationBytes)>>20, tenantHeapBudget>>20)
 	}
+	reliability.Save(t, map[string]any{
+		"configMaps":         tenantConfigMaps,
+		"configMapKiB":       tenantConfigMapBytes >> 10,
+		"drinks":             tenantDrinks,
+		"annotationKiB":      tenantAnnotationBytes >> 10,
+		"objectsMiB":         (tenantConfigMaps*tenantConfigMapBytes + tenantDrinks*tenantAnnotationBytes) >> 20,
+		"readyDrinks":        ready,
+		"heapBeforeMiB":      round1(before.HeapInuse / mib),
+		"heapAfterMiB":       round1(after.HeapInuse / mib),
+		"heapGrowthMiB":      round1(growth / mib),
+		"heapGrowthLimitMiB": tenantHeapBudget >> 20,
+		"testSeconds":        seconds(time.Since(began)),
+	}, longFaultsEnv, managerBinaryEnv)
 }
 
 func createTenantObjects(ctx context.Context, t *testing.T, cp *bench.ControlPlane, ns string) {
