@@ -270,6 +270,8 @@ func TestGuestbookDriftReverted(t *testing.T) {
 	runPods(t, g)
 	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
 	key := client.ObjectKey{Namespace: operandNS, Name: g.Name}
+	// imageBefore is the operator's image, read by the image drift.
+	var imageBefore string
 
 	tests := []struct {
 		name, event, field string
@@ -322,6 +324,7 @@ func TestGuestbookDriftReverted(t *testing.T) {
 			if err := k8s.Get(testCtx, key, sts); err != nil {
 				return err
 			}
+			imageBefore = sts.Spec.Template.Spec.Containers[0].Image
 			sts.Spec.Template.Spec.Containers[0].Image = "example.com/other:latest"
 			return k8s.Update(testCtx, sts, client.FieldOwner("kubectl-edit"))
 		},
@@ -330,8 +333,10 @@ func TestGuestbookDriftReverted(t *testing.T) {
 			if err := k8s.Get(testCtx, key, sts); err != nil {
 				return err.Error()
 			}
-			if img := sts.Spec.Template.Spec.Containers[0].Image; img == "example.com/other:latest" {
-				return "image still " + img
+			// The operator's image exactly, not merely another one than the
+			// drifted: a correction to a wrong value must fail too.
+			if img := sts.Spec.Template.Spec.Containers[0].Image; img != imageBefore {
+				return fmt.Sprintf("image %s, want %s (the operator's, before the edit)", img, imageBefore)
 			}
 			return ""
 		},

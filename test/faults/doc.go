@@ -10,7 +10,10 @@
 // CRASH_POINTS=match:TEXT the writes whose identity (verb, path,
 // occurrence) contains TEXT; by default a
 // sample of CRASH_SAMPLE (8) points spread from the first write to the
-// last runs:
+// last runs, with the first write of every kind (verb, resource,
+// subresource) the spread misses. A planned kill whose write a trial does
+// not make moves to the next write of its kind; one that fires nowhere
+// fails the point:
 //
 //	CRASH_POINTS=all go test -count=1 -timeout=60m -v ./test/faults/ -run TestCrashAtEveryWrite
 //

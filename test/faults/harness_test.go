@@ -208,6 +208,9 @@ type result struct {
 	killed   bool
 	took     time.Duration
 	stale    []string
+	// staleAt is the API server's resourceVersion when the stale restart
+	// happened, to compare with the recorded lists' (stale).
+	staleAt string
 }
 
 // trial runs the scenario once, in fresh names, under f, and returns the
@@ -232,6 +235,7 @@ func (h *harness) trial(n int, f fault, want []string) result {
 	// After a step that never converged, the final state is only looked
 	// at, not waited for.
 	settleFor := stepTimeout
+	var staleAt string
 	for i, step := range s.steps() {
 		if f.recordAt == i+1 {
 			h.t.Logf("trial %d: SIGKILL before step %d (%s); the fresh manager's lists are recorded", n, i+1, step.name)
@@ -246,6 +250,7 @@ func (h *harness) trial(n int, f fault, want []string) result {
 				// recorded lists' (logged by the proxy).
 				now := &corev1.ConfigMapList{}
 				_ = h.c.List(h.ctx, now, client.InNamespace(operandNS), client.Limit(1))
+				staleAt = now.ResourceVersion
 				h.t.Logf("trial %d: SIGKILL after the action of step %d (%s); %d recorded lists answer the fresh manager; the API server is at resourceVersion %s",
 					n, i+1, step.name, served, now.ResourceVersion)
 				h.killNow()
@@ -257,7 +262,7 @@ func (h *harness) trial(n int, f fault, want []string) result {
 			break
 		}
 	}
-	r := result{writes: h.proxy.Writes()}
+	r := result{writes: h.proxy.Writes(), staleAt: staleAt}
 	// The final state: settled, then compared with the fault-free one.
 	r.snapshot, r.diff = s.settle(want, settleFor)
 	// No crash during the cleanup: a trial whose writes ran out before k

@@ -89,6 +89,10 @@ type Proxy struct {
 type WatchStats struct {
 	Watches, WatchLists, Lists  int
 	Received, Delivered, Errors int
+	// MinHeld is the shortest time a delivered event spent in the proxy:
+	// at least the Delay of a perturbation that delays, the test's proof
+	// that it did.
+	MinHeld time.Duration
 }
 
 // recorded is a list as the API server answered it: a LIST response body,
@@ -475,7 +479,13 @@ func (p *Proxy) serveWatch(w http.ResponseWriter, r *http.Request, st recorded) 
 		if _, err := w.Write(append(e.raw, '\n')); err != nil {
 			return err
 		}
-		p.count(func(s *WatchStats) { s.Delivered++ })
+		held := time.Since(e.at)
+		p.count(func(s *WatchStats) {
+			s.Delivered++
+			if s.Delivered == 1 || held < s.MinHeld {
+				s.MinHeld = held
+			}
+		})
 		if flusher != nil {
 			flusher.Flush()
 		}

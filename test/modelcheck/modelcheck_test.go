@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -21,12 +22,14 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/model"
+	"github.com/example/myoperator/test/reliability"
 )
 
 const (
@@ -45,7 +48,8 @@ const (
 // (default 1) and checks the cluster against test/model after each one; on
 // a failure it shrinks the sequence for at most MODEL_SHRINK (default 3m).
 func TestModel(t *testing.T) {
-	seed := uint64(envInt(t, "MODEL_SEED", 1))
+	seedN := envInt(t, "MODEL_SEED", 1)
+	seed := uint64(seedN)
 	steps := envInt(t, "MODEL_STEPS", 300)
 	shrinkFor, err := time.ParseDuration(envString("MODEL_SHRINK", "3m"))
 	if err != nil {
@@ -89,7 +93,16 @@ func TestModel(t *testing.T) {
 		t.Fatalf("MODEL_SEED=%d: shortest failing sequence found (%d of %d steps, shrunk for %s):\n%s\nits failure:\n%s",
 			seed, len(shortest), len(seq), time.Since(deadline.Add(-shrinkFor)).Round(time.Second), render(shortest), r.replay(t, shortest))
 	}
-	t.Logf("MODEL_SEED=%d: %d steps matched the model in %s", seed, steps, time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	t.Logf("MODEL_SEED=%d: %d steps matched the model in %s; %d matches came while the operator was still acting and were judged again once it was idle for %s",
+		seed, steps, took.Round(time.Millisecond), r.lateActivity, quietFor)
+	reliability.Save(t, map[string]any{
+		"seed":        seedN,
+		"steps":       steps,
+		"seconds":     math.Round(took.Seconds()*10) / 10,
+		"lateMatches": r.lateActivity,
+		"quietMs":     quietFor.Milliseconds(),
+	}, "MODEL_SEED", "MODEL_STEPS")
 }
 
 // runner acts for the user and compares the cluster with the model.
@@ -97,6 +110,10 @@ type runner struct {
 	ctx context.Context
 	c   client.Client
 	n   int
+	// lateActivity counts the matches the operator was not yet done
+	// with: without waiting for it to be quiet, the step would have been
+	// judged while it was still acting.
+	lateActivity int
 }
 
 // freshNamespace creates the next namespace for a sequence.
@@ -274,8 +291,12 @@ func (r *runner) deleteDrink(ns, name string) error {
 	return r.c.Delete(r.ctx, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 }
 
-// settle waits, at most settle, until the cluster matches m, and returns
-// the last mismatch.
+// settle waits, at most settle, until the cluster matches m and the
+// operator is quiet, and returns the last mismatch. A match alone is not
+// enough: the operator may act again a moment later (a second reconcile
+// of the same change, a requeue), and a write that undoes the match would
+// go unseen; so a match counts only once the operator has been idle for
+// quietFor (quiet) and the cluster still matches after it.
 func (r *runner) settle(ns string, m *model.Model) string {
 	deadline := time.Now().Add(settle)
 	for {
@@ -283,11 +304,65 @@ func (r *runner) settle(ns string, m *model.Model) string {
 		if diff == "" {
 			diff = r.check(ns, m)
 		}
-		if diff == "" || time.Now().After(deadline) {
+		if diff == "" {
+			if !r.quiet() {
+				r.lateActivity++
+				if time.Now().After(deadline) {
+					return fmt.Sprintf("  the cluster matches, but the operator did not stay idle for %s within %s: it keeps reconciling", quietFor, settle)
+				}
+				continue
+			}
+			if diff = r.check(ns, m); diff == "" {
+				return ""
+			}
+		}
+		if time.Now().After(deadline) {
 			return diff
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// quietFor is how long the operator must stay idle for a match to count.
+// An action reaches the operator's queue through a watch on loopback,
+// a few milliseconds; 50 ms is well past it.
+const quietFor = 50 * time.Millisecond
+
+// quiet reports whether the operator, which runs in this process, did
+// nothing for quietFor: every controller's queue empty and no reconcile
+// running at both ends, and no reconcile started in between (the
+// controller-runtime metrics of this process's registry).
+func (r *runner) quiet() bool {
+	busy, before := activity()
+	if busy {
+		time.Sleep(10 * time.Millisecond)
+		return false
+	}
+	time.Sleep(quietFor)
+	busy, after := activity()
+	return !busy && after == before
+}
+
+// activity reads the controllers' queue depths, running reconciles and the
+// reconciles done so far.
+func activity() (busy bool, reconciles float64) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return true, 0
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "workqueue_depth":
+				busy = busy || m.GetGauge().GetValue() > 0
+			case "controller_runtime_active_workers":
+				busy = busy || m.GetGauge().GetValue() > 0
+			case "controller_runtime_reconcile_total":
+				reconciles += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return busy, reconciles
 }
 
 // collectGarbage plays Kubernetes' garbage collector, which envtest does not
