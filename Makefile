@@ -16,6 +16,10 @@ KUBE_VERSION ?= v1.37.2
 # The oldest Kubernetes the operator supports (docs/install.md: "Supported Kubernetes
 # versions"); make test-k8s-oldest runs the envtest suites on it.
 KUBE_OLDEST_VERSION ?= v1.33.13
+# Every supported Kubernetes minor, oldest to newest, each at the patch its
+# hack/k8s module pins (hack/build-k8s.sh); make test-k8s-matrix runs the
+# envtest suites on each.
+KUBE_MATRIX_VERSIONS ?= v1.33.13 v1.34.12 v1.35.8 v1.36.5 v1.37.2
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
@@ -226,11 +230,52 @@ test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 o
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run 'TestForeignObjectsMemory|TestTenantCannotFillCache'
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced
 
+# make reliability measures the runs behind docs/RELIABILITY.md's rows
+# (RELIABILITY_TESTS chooses some), appends a JSON line per test to
+# test/reliability/results (RELIABILITY_RESULTS) and renders the document
+# again. One package at a time (-p 1): the figures are times and heaps,
+# which a neighbour's load would move. It refuses a tree with uncommitted
+# changes, whose figures no commit could be dated with.
+RELIABILITY_RESULTS ?= $(ROOT)/test/reliability/results
+RELIABILITY_TESTS ?= TestCrashAtEveryWrite|TestStaleAndDroppedEvents|TestModel|TestCreateDeleteRaces|TestReconcilePanic|TestLeaseUnderAPFSqueeze|TestAPIServerRestart|TestManagerWaitsForItsCRDs|TestForeignObjectsMemory|TestTenantCannotFillCache|TestPausedLeaderIsFenced|TestConfigOutageNeverDestroys|TestStorageMigration|TestStorageMigrationFinishes
+RELIABILITY_PACKAGES ?= ./test/faults/ ./test/modelcheck/ ./reconcile/ ./internal/app/ ./test/clusterfaults/
+
+.PHONY: reliability
+reliability: k8s-binaries ## Measure the fault suites behind docs/RELIABILITY.md (about 25 min; RELIABILITY_TESTS='TestA|TestB' for some), append their results to test/reliability/results and render the document.
+	go test -count=1 -exec /bin/true $(RELIABILITY_PACKAGES) >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) MYOPERATOR_LONG_FAULTS=1 \
+		go test -p 1 -count=1 -timeout 90m -v $(RELIABILITY_PACKAGES) -run '^($(RELIABILITY_TESTS))$$' 2>&1 | tee $(BIN)/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|reliability: saved'
+	@$(MAKE) --no-print-directory reliability-doc
+
+.PHONY: reliability-doc
+reliability-doc: ## Render docs/RELIABILITY.md from test/reliability/RELIABILITY.md.tmpl and the results files (make verify checks it is current).
+	go run ./hack/reliabilitydoc
+
+.PHONY: test-mutations
+test-mutations: k8s-binaries ## The mutation suite: each test/mutations/*.patch removes a fix from a scratch copy of HEAD and the test it names must fail (MUTATIONS='a b' for some).
+	NETNS_RUN="$(IN_NETNS)" hack/mutations.sh $(MUTATIONS)
+
 .PHONY: test-k8s-oldest
 test-k8s-oldest: ## make test on the oldest supported Kubernetes: KUBE_OLDEST_VERSION's etcd and kube-apiserver, built into bin/k8s/<version>.
 	@# The same recipe with the other version: its binaries are built outside
 	@# the namespace, then KUBEBUILDER_ASSETS names their folder.
 	$(MAKE) --no-print-directory test KUBE_VERSION=$(KUBE_OLDEST_VERSION)
+
+.PHONY: test-k8s-matrix
+test-k8s-matrix: ## make test on every supported Kubernetes in turn (KUBE_MATRIX_VERSIONS), going on past a failing one; a line per version says passed or failed and how long it took.
+	@# make test-k8s-oldest's recipe once per version; a failing version is
+	@# noted and the next one runs. Each version's log is kept as
+	@# bin/test-<version>.log; the summary is printed again at the end.
+	@failed=0; summary=""; \
+	for v in $(KUBE_MATRIX_VERSIONS); do \
+		start=$$(date +%s); rm -f bin/test.log; \
+		if $(MAKE) --no-print-directory test KUBE_VERSION=$$v; then result=passed; else result=failed; failed=1; fi; \
+		if [ -f bin/test.log ]; then cp bin/test.log bin/test-$$v.log; fi; \
+		line=$$(printf 'test-k8s-matrix: %-9s %s in %ss' "$$v" "$$result" "$$(( $$(date +%s) - start ))"); \
+		echo "$$line"; summary="$$summary$$line"$$'\n'; \
+	done; \
+	printf '%s' "$$summary"; \
+	if [ "$$failed" != 0 ]; then echo "test-k8s-matrix: a version failed (logs in bin/test-<version>.log)"; exit 1; fi
 
 .PHONY: test-dev-cluster
 test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deployment's pods reach Running, tear it down.
@@ -304,7 +349,9 @@ test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-
 	$(MAKE) test-e2e E2E_NODE=real E2E_INSTALL=manifest; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci
-ci: verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e test-e2e-install-ways ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart).
+CI_STEPS := verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e test-e2e-install-ways
+ci: ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart). Prints each step's time.
+	@MAKE="$(MAKE)" hack/ci.sh $(CI_STEPS)
 
 ##@ Kubernetes binaries and local cluster
 

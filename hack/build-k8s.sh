@@ -6,8 +6,9 @@
 # Usage: hack/build-k8s.sh <out-dir>   (for example bin/k8s/v1.37.2)
 #
 # KUBE_VERSION picks the modules below. The default version gets the whole
-# control plane and kwok (tests, dev cluster, e2e); the oldest supported one
-# only what envtest starts, etcd and kube-apiserver (make test-k8s-oldest).
+# control plane and kwok (tests, dev cluster, e2e); the other supported ones
+# (1.33 to 1.36) only what envtest starts, etcd and kube-apiserver (make
+# test-k8s-oldest, make test-k8s-matrix).
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -36,11 +37,18 @@ build() {
 # Each version is pinned by its own modules, with the etcd its release names
 # (build/dependencies.yaml), so that adding one never moves the others'
 # dependencies. v1.33.13 is the oldest supported: 1.30 to 1.32 fail the
-# envtest suites (docs/install.md: "Supported Kubernetes versions").
+# envtest suites (docs/install.md: "Supported Kubernetes versions"). Each
+# minor between is pinned to the newest patch the Go module proxy serves.
+# v1.34.12, v1.35.8 and v1.36.5 name etcd 3.6.5, 3.6.6 and 3.6.8: they reuse
+# hack/k8s/etcd, a newer patch (3.6.16) of the same etcd minor, rather than
+# a module per etcd patch.
 case "$KUBE_VERSION" in
   v1.37.2) kube_mod=hack/k8s/kube etcd_mod=hack/k8s/etcd full=true ;;
+  v1.36.5) kube_mod=hack/k8s/kube-v1.36 etcd_mod=hack/k8s/etcd full=false ;;
+  v1.35.8) kube_mod=hack/k8s/kube-v1.35 etcd_mod=hack/k8s/etcd full=false ;;
+  v1.34.12) kube_mod=hack/k8s/kube-v1.34 etcd_mod=hack/k8s/etcd full=false ;;
   v1.33.13) kube_mod=hack/k8s/kube-v1.33 etcd_mod=hack/k8s/etcd-v3.5 full=false ;;
-  *) fail "no module under hack/k8s pins KUBE_VERSION=$KUBE_VERSION (known: v1.37.2, v1.33.13)" ;;
+  *) fail "no module under hack/k8s pins KUBE_VERSION=$KUBE_VERSION (known: v1.37.2, v1.36.5, v1.35.8, v1.34.12, v1.33.13)" ;;
 esac
 
 mkdir -p "$out"
