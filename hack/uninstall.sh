@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make uninstall: deletes the project's CRDs (config/crd) and with them every
-# Drink, Guestbook and OperatorConfig in the cluster, and through garbage
-# collection their operands (Drink ConfigMaps; Guestbook StatefulSets,
-# Services, ConfigMaps and pods). That is users' data, so it first prints
+# make uninstall: deletes every Drink, Guestbook and OperatorConfig in the
+# cluster, waits until the garbage collector has deleted their operands
+# (Drink ConfigMaps; Guestbook StatefulSets, Services, ConfigMaps and pods),
+# then deletes the project's CRDs (config/crd). That is users' data, so it first prints
 # what it would delete: how many objects of each kind, in which namespaces.
 # It deletes only with CONFIRM=yes; without it, it deletes nothing and exits
 # 1 with a message naming the flag. With no CRD installed there is nothing
@@ -86,6 +86,34 @@ if [ "$confirm" != yes ]; then
   exit 1
 fi
 $counted || echo "uninstall: CONFIRM=yes given although some objects could not be counted (above); deleting." >&2
-echo "uninstall: CONFIRM=yes: deleting the CRDs; kubectl waits until the API server has removed every object of their kinds..."
+# The custom resources go first, while their CRDs still exist: the garbage
+# collector learns of each deletion through its watch of the kind, and
+# that watch ends with the CRD; a deletion it had not heard of by then
+# would leave the object in its graph, and the operands it owns, for good.
+echo "uninstall: CONFIRM=yes: deleting every object of the CRDs' kinds first..."
+for crd in $installed; do
+  "${kc[@]}" delete "${crd#*/}" --all --all-namespaces --ignore-not-found --wait=true
+done
+# Then their operands, collected by the garbage collector: the ConfigMaps,
+# StatefulSets and Services whose owner is one of those objects.
+owned() {
+  "${kc[@]}" get configmaps,statefulsets,services --all-namespaces \
+    -o 'jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name} {.metadata.ownerReferences[*].apiVersion}{"\n"}{end}' |
+    grep -E ' (.* )?(example\.com|operator\.example\.com|webapp\.my\.domain)/' | cut -d' ' -f1 || true
+}
+echo "uninstall: waiting for the garbage collector to delete their operands..."
+left=$(owned)
+for _ in $(seq 1 "${UNINSTALL_GC_WAIT:-120}"); do
+  [ -z "$left" ] && break
+  sleep 1
+  left=$(owned)
+done
+if [ -n "$left" ]; then
+  echo "uninstall: the garbage collector has not deleted these operands of the deleted objects; the CRDs are kept so that it still can:" >&2
+  sed 's/^/  /' <<<"$left" >&2
+  echo "uninstall: run make uninstall CONFIRM=yes again once it has (is kube-controller-manager running?)" >&2
+  exit 1
+fi
+echo "uninstall: deleting the CRDs..."
 "${kc[@]}" delete --ignore-not-found --wait=true -k "$root/config/crd"
 echo "uninstall: done."
