@@ -137,7 +137,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 .PHONY: verify
 verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, stale file references, long commit subjects.
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests bundle chart
+	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
