@@ -82,9 +82,13 @@ for patch in "${patches[@]}"; do
   rc=$?
   set -e
   took=$(($(date +%s) - t0))
+  echo "mutations: $name done in ${took}s" >&2
   if [ $rc -ne 0 ] && grep -q -- '--- FAIL' "$log"; then
     caught=$((caught + 1))
-    why=$(grep -m1 -E '^\s+\S+_test\.go:[0-9]+:' "$log" | sed 's/^[[:space:]]*//' | cut -c1-160)
+    # The failure: the last line a test printed (a failed test's log
+    # comes after its "--- FAIL" line, and its error usually last; the
+    # lines before are its own logging).
+    why=$(grep -E '^[[:space:]]+[^[:space:]]+_test\.go:[0-9]+:' "$log" | tail -1 | sed 's/^[[:space:]]*//' | cut -c1-160)
     summary+=("caught    $name by $pkg $run in ${took}s: $why")
   elif [ $rc -ne 0 ]; then
     failed=$((failed + 1))
@@ -95,6 +99,7 @@ for patch in "${patches[@]}"; do
     summary+=("SURVIVED  $name: $pkg $run passed with the fix removed ($(header Mutation "$patch"))")
   fi
 done
+echo "mutations: summary"
 printf '%s\n' "${summary[@]}"
 echo "mutations: ${#patches[@]}, caught $caught, not caught $failed, in $(($(date +%s) - start)) s"
 [ "$failed" -eq 0 ]
