@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -120,9 +119,9 @@ func TestCreateDeleteRaces(t *testing.T) {
 		"iterationsPerCase":      iterations,
 		"slowGCIterations":       slowGCIterations,
 		"cases":                  len(cases),
-		"slowestConvergeSeconds": raceSeconds(slowest),
-		"slowGCSeconds":          raceSeconds(slowGC),
-		"slowGCConvergeSeconds":  raceSeconds(slowGCSlowest),
+		"slowestConvergeSeconds": reliability.Seconds(slowest),
+		"slowGCSeconds":          reliability.Seconds(slowGC),
+		"slowGCConvergeSeconds":  reliability.Seconds(slowGCSlowest),
 		"deadOwnerConfigMaps":    deadOwned,
 		"readyWithDeadStatus":    deadStatus,
 		"conflictConditions":     conflicts,
@@ -130,9 +129,6 @@ func TestCreateDeleteRaces(t *testing.T) {
 		"collectedConfigMaps":    collected,
 	}, "RACE_SEED", "RACE_ITERATIONS")
 }
-
-// raceSeconds is d in seconds, rounded to 0.1.
-func raceSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
 
 // TestRecreatedDrinkNeverShowsDeadStatus: a Drink deleted and recreated
 // under the same name while the deleted one's reconcile is writing its

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -216,29 +215,23 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	}
 	reliability.Save(t, map[string]any{
 		"drinks":                       apfDrinks,
-		"readySeconds":                 figSeconds(took),
+		"readySeconds":                 reliability.Seconds(took),
 		"responses429":                 int(got429),
 		"squeezeRejected":              int(rejected),
 		"leaseRejected":                int(leaseRejected),
 		"renewals":                     leaseAfter.renewals - leaseBefore.renewals,
-		"longestGapSeconds":            figSeconds(leaseAfter.maxGap),
+		"longestGapSeconds":            reliability.Seconds(leaseAfter.maxGap),
 		"holderChanges":                leaseAfter.holderChanges,
 		"leaderTransitions":            int(leaseAfter.transitions - leaseBefore.transitions),
 		"configCacheFallbacks":         int(fallbacks),
 		"unprotectedLeaderLost":        lost != nil,
 		"unprotectedConverged":         converged,
-		"unprotectedSeconds":           figSeconds(unprotectedTook),
+		"unprotectedSeconds":           reliability.Seconds(unprotectedTook),
 		"unprotectedLeaseRejected":     int(unprotectedRejected),
 		"unprotectedCreatesRefused":    len(errs),
 		"unprotectedRenewals":          leaseEnd.renewals - leaseAfter.renewals,
-		"unprotectedLongestGapSeconds": figSeconds(leaseEnd.maxGap),
+		"unprotectedLongestGapSeconds": reliability.Seconds(leaseEnd.maxGap),
 	})
-}
-
-// figSeconds is a duration as a figure for reliability.Save: float
-// seconds rounded to a tenth.
-func figSeconds(d time.Duration) float64 {
-	return math.Round(d.Seconds()*10) / 10
 }
 
 // installShippedFlowSchemas installs the FlowSchemas config/manager ships

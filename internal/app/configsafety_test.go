@@ -301,7 +301,7 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 		"restarts":                 restarts,
 		"drinkWritesDuringOutage":  drinkWrites,
 		"drinkConfigMissingEvents": drinkEvents,
-		"validConfigSeconds":       figSeconds(validAfter),
+		"validConfigSeconds":       reliability.Seconds(validAfter),
 	})
 }
 

@@ -190,10 +190,10 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	reliability.Save(t, map[string]any{
 		"trials":                     trials,
 		"trialsWithFenced":           withAttempts,
-		"takeoverMinSeconds":         figSeconds(slices.Min(takeovers)),
-		"takeoverMaxSeconds":         figSeconds(slices.Max(takeovers)),
-		"exitAfterSigcontMinSeconds": figSeconds(slices.Min(exits)),
-		"exitAfterSigcontMaxSeconds": figSeconds(slices.Max(exits)),
+		"takeoverMinSeconds":         reliability.Seconds(slices.Min(takeovers)),
+		"takeoverMaxSeconds":         reliability.Seconds(slices.Max(takeovers)),
+		"exitAfterSigcontMinSeconds": reliability.Seconds(slices.Min(exits)),
+		"exitAfterSigcontMaxSeconds": reliability.Seconds(slices.Max(exits)),
 		"staleAdmitted":              admitted,
 		"staleFenced":                fenced,
 		"staleFencedMinPerTrial":     slices.Min(fencedPerTrial),
@@ -205,9 +205,9 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 		"unfencedAdmittedPerTrial":   unfencedPerTrial,
 		"unfencedAdmitted":           len(unfenced.admitted),
 		"unfencedAdmittedByWrite":    writeCounts(unfenced.admitted),
-		"unfencedAdmittedMinSeconds": figSeconds(firstAdmitted),
-		"unfencedAdmittedMaxSeconds": figSeconds(lastAdmitted),
-		"seconds":                    figSeconds(took),
+		"unfencedAdmittedMinSeconds": reliability.Seconds(firstAdmitted),
+		"unfencedAdmittedMaxSeconds": reliability.Seconds(lastAdmitted),
+		"seconds":                    reliability.Seconds(took),
 	}, "FENCE_TRIALS")
 }
 

@@ -129,27 +129,23 @@ func TestAPIServerRestart(t *testing.T) {
 	t.Logf("the test took %.0fs", took.Seconds())
 	exitSeconds := []float64{}
 	for _, e := range exits {
-		exitSeconds = append(exitSeconds, seconds(e.at.Sub(downAt)))
+		exitSeconds = append(exitSeconds, reliability.Seconds(e.at.Sub(downAt)))
 	}
 	reliability.Save(t, map[string]any{
 		"drinks":                     w.count(),
-		"acceptedSeconds":            seconds(writtenAt.Sub(writeStart)),
+		"acceptedSeconds":            reliability.Seconds(writtenAt.Sub(writeStart)),
 		"failedAttempts":             int(w.failures.Load()),
 		"acceptedBeforeOutage":       acceptedBefore,
-		"outageAfterSeconds":         seconds(downAt.Sub(writeStart)),
-		"outageSeconds":              seconds(outageFor),
-		"backAfterSeconds":           seconds(backAt.Sub(downAt)),
+		"outageAfterSeconds":         reliability.Seconds(downAt.Sub(writeStart)),
+		"outageSeconds":              reliability.Seconds(outageFor),
+		"backAfterSeconds":           reliability.Seconds(backAt.Sub(downAt)),
 		"exits":                      len(exits),
 		"exitSeconds":                exitSeconds,
-		"readyAfterBackSeconds":      seconds(recovered.Sub(backAt)),
-		"readyAfterLastWriteSeconds": seconds(recovered.Sub(writtenAt)),
-		"testSeconds":                seconds(took),
+		"readyAfterBackSeconds":      reliability.Seconds(recovered.Sub(backAt)),
+		"readyAfterLastWriteSeconds": reliability.Seconds(recovered.Sub(writtenAt)),
+		"testSeconds":                reliability.Seconds(took),
 	}, managerBinaryEnv)
 }
-
-// seconds is d in seconds, rounded to 0.1, as the reliability figures
-// give durations.
-func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
 
 // round1 is x rounded to one decimal.
 func round1(x float64) float64 { return math.Round(x*10) / 10 }

@@ -132,7 +132,7 @@ func TestForeignObjectsMemory(t *testing.T) {
 		"heapRatio":         math.Round(ratio*1000) / 1000,
 		"heapRatioLimit":    1 + heapTolerance,
 		"foreignRequests":   len(without.foreign) + len(with.foreign),
-		"testSeconds":       seconds(took),
+		"testSeconds":       reliability.Seconds(took),
 	}, longFaultsEnv, managerBinaryEnv)
 }
 

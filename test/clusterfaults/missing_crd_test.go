@@ -87,9 +87,9 @@ func TestManagerWaitsForItsCRDs(t *testing.T) {
 		exits = 1
 	}
 	reliability.Save(t, map[string]any{
-		"waitedSeconds": seconds(created.Sub(startedAt)),
-		"readySeconds":  seconds(ready),
+		"waitedSeconds": reliability.Seconds(created.Sub(startedAt)),
+		"readySeconds":  reliability.Seconds(ready),
 		"exits":         exits,
-		"testSeconds":   seconds(time.Since(began)),
+		"testSeconds":   reliability.Seconds(time.Since(began)),
 	}, managerBinaryEnv)
 }

@@ -120,7 +120,7 @@ func TestTenantCannotFillCache(t *testing.T) {
 		"heapAfterMiB":       round1(after.HeapInuse / mib),
 		"heapGrowthMiB":      round1(growth / mib),
 		"heapGrowthLimitMiB": tenantHeapBudget >> 20,
-		"testSeconds":        seconds(time.Since(began)),
+		"testSeconds":        reliability.Seconds(time.Since(began)),
 	}, longFaultsEnv, managerBinaryEnv)
 }
 

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +74,7 @@ func TestStaleAndDroppedEvents(t *testing.T) {
 			st.Received, st.Delivered, st.Errors, len(r.stale), r.stale)
 
 		byCase = append(byCase, map[string]any{
-			"case": tc.name, "seconds": staleSeconds(r.took), "writes": len(r.writes),
+			"case": tc.name, "seconds": reliability.Seconds(r.took), "writes": len(r.writes),
 			"eventsReceived": st.Received, "eventsDelivered": st.Delivered, "watchErrors": st.Errors, "staleLists": len(r.stale),
 		})
 		if tc.f.perturb.Delay > 0 && figures["eventDelayMs"] == nil {
@@ -91,10 +90,10 @@ func TestStaleAndDroppedEvents(t *testing.T) {
 			apiRV, _ := strconv.Atoi(r.staleAt)
 			staleRestarts = append(staleRestarts, map[string]any{
 				"case": tc.name, "staleLists": len(r.stale), "minResourceVersion": lo, "maxResourceVersion": hi,
-				"apiServerResourceVersion": apiRV, "holdSeconds": staleSeconds(tc.f.staleHold),
+				"apiServerResourceVersion": apiRV, "holdSeconds": reliability.Seconds(tc.f.staleHold),
 			})
 			if tc.f.staleHold > 0 && figures["holdSeconds"] == nil {
-				figures["holdSeconds"] = staleSeconds(tc.f.staleHold)
+				figures["holdSeconds"] = reliability.Seconds(tc.f.staleHold)
 				figures["heldMinResourceVersion"] = lo
 				figures["heldMaxResourceVersion"] = hi
 				figures["heldAPIServerResourceVersion"] = apiRV
@@ -104,7 +103,7 @@ func TestStaleAndDroppedEvents(t *testing.T) {
 	t.Logf("perturbations (outcome, trial time, writes, the proxy's counts):%s", table.String())
 	figures["byCase"] = byCase
 	figures["staleRestarts"] = staleRestarts
-	figures["testSeconds"] = staleSeconds(time.Since(began))
+	figures["testSeconds"] = reliability.Seconds(time.Since(began))
 	reliability.Save(t, figures, "FAULTS_MANAGER")
 }
 
@@ -122,6 +121,3 @@ func rvRange(rvs []string) (lo, hi int) {
 	}
 	return slices.Min(ns), slices.Max(ns)
 }
-
-// staleSeconds is d in seconds, rounded to 0.1.
-func staleSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }

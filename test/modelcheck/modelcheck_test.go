@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -99,7 +98,7 @@ func TestModel(t *testing.T) {
 	reliability.Save(t, map[string]any{
 		"seed":        seedN,
 		"steps":       steps,
-		"seconds":     math.Round(took.Seconds()*10) / 10,
+		"seconds":     reliability.Seconds(took),
 		"lateMatches": r.lateActivity,
 		"quietMs":     quietFor.Milliseconds(),
 	}, "MODEL_SEED", "MODEL_STEPS")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,3 +159,6 @@ func Load(dir string) (map[string][]Record, error) {
 	}
 	return out, nil
 }
+
+// Seconds is a duration as a figure: float seconds rounded to a tenth.
+func Seconds(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
