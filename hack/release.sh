@@ -5,8 +5,10 @@
 # 1. Refuses, before changing anything, a version that is not x.y.z or
 #    x.y.z-PRERELEASE, one
 #    already in RELEASES.md, one not newer than the newest release, an empty
-#    Unreleased section, and a work tree with uncommitted changes to tracked
-#    files (the record names HEAD's commit, so HEAD must be what is released).
+#    Unreleased section, a work tree with uncommitted changes to tracked
+#    files (the record names HEAD's commit, so HEAD must be what is released),
+#    and HEAD's code when no recorded make test-k8s-matrix run passed it on
+#    every version of KUBE_MATRIX_VERSIONS (hack/k8smatrix).
 # 2. RELEASES.md: the Unreleased notes become "## vx.y.z - <today>" with
 #    "Commit: <HEAD>", under a fresh, empty Unreleased section; for a
 #    release candidate they are copied and stay under Unreleased, so that
@@ -42,6 +44,12 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 fi
 previous=$("$tool" -newest)
 head=$(git rev-parse HEAD)
+# Every supported Kubernetes version must have passed HEAD's code: a run
+# of make test-k8s-matrix recorded in test/k8s-matrix/results.jsonl
+# (hack/k8smatrix says which runs count).
+if [ -d hack/k8smatrix ]; then
+  go run ./hack/k8smatrix -versions "${KUBE_MATRIX_VERSIONS:?make release passes KUBE_MATRIX_VERSIONS}" || fail "refused (nothing changed)"
+fi
 
 "$tool" -cut "$want"
 version=$("$tool" -newest)

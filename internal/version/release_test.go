@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -100,6 +101,45 @@ func TestMakeRelease(t *testing.T) {
 			t.Fatalf("make release VERSION=%s changed files:\n%s", refused.version, status)
 		}
 	}
+
+	// No recorded make test-k8s-matrix run covers the clone's HEAD (a
+	// clone's HEAD may be one, so the record is emptied): refused. A
+	// passing run recorded at HEAD, committed with the record, lets the
+	// release through, and so does the release commit after it, which
+	// changes only what make release writes.
+	matrix := filepath.Join(clone, "test", "k8s-matrix", "results.jsonl")
+	if err := os.MkdirAll(filepath.Dir(matrix), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(matrix, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit("No matrix run recorded")
+	if out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"), "RELEASE_IMAGES=0"); err == nil ||
+		!strings.Contains(out, "no make test-k8s-matrix run recorded in test/k8s-matrix/results.jsonl covers HEAD's code") {
+		t.Errorf("make release VERSION=%s with no matrix run recorded: %v, want it refused for that:\n%s", next, err, out)
+	}
+	if status := mustRun(t, clone, "git", "status", "--porcelain"); status != "" {
+		t.Fatalf("the refused make release changed files:\n%s", status)
+	}
+	makefile, err := os.ReadFile(filepath.Join(clone, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUBE_MATRIX_VERSIONS \?= (.+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile sets no KUBE_MATRIX_VERSIONS")
+	}
+	var versions []string
+	for _, v := range strings.Fields(string(m[1])) {
+		versions = append(versions, fmt.Sprintf(`{"kubernetes":%q,"result":"passed","seconds":1}`, v))
+	}
+	run := fmt.Sprintf(`{"date":"2026-01-01T00:00:00Z","commit":%q,"command":"written by TestMakeRelease","versions":[%s]}`+"\n",
+		mustRun(t, clone, "git", "rev-parse", "HEAD"), strings.Join(versions, ","))
+	if err := os.WriteFile(matrix, []byte(run), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit("Record a matrix run")
 
 	head := mustRun(t, clone, "git", "rev-parse", "HEAD")
 	start := time.Now()
