@@ -38,6 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 git worktree add --quiet --detach "$tree" HEAD
+base=$(git -C "$tree" rev-parse HEAD)
 # The built tools and Kubernetes binaries (bin/, untracked) as the tests
 # find them in the real tree, so a mutant fails for its mutation, not for a
 # missing binary.
@@ -64,7 +65,7 @@ for patch in "${patches[@]}"; do
   if [ -z "$pkg" ] || [ -z "$run" ]; then
     summary+=("BROKEN    $name: no 'Test: <package> <regexp>' header"); failed=$((failed + 1)); continue
   fi
-  git -C "$tree" checkout --quiet -- . && git -C "$tree" clean -qfd -e bin
+  git -C "$tree" reset --quiet --hard "$base" && git -C "$tree" clean -qfd -e bin
   t0=$(date +%s)
   log=$work/$name.log
   if [ "${CONTROL:-0}" = 1 ] && ! run_test "$pkg" "$run" "$env_line" "$log.control"; then
@@ -73,6 +74,9 @@ for patch in "${patches[@]}"; do
   if ! git -C "$tree" apply "$root/$patch" 2>"$log"; then
     summary+=("BROKEN    $name: the patch does not apply to HEAD: $(head -1 "$log")"); failed=$((failed + 1)); continue
   fi
+  # Committed in the scratch tree: a test that clones the repository
+  # (TestMakeRelease) sees HEAD, not the work tree.
+  git -C "$tree" -c user.name=mutations -c user.email=mutations@localhost commit --quiet --no-verify -am "mutant $name"
   # Compile outside the namespace (modules may need the proxy); run inside.
   if ! (cd "$tree" && go build ./...) >"$log" 2>&1; then
     summary+=("BROKEN    $name: the mutant does not build: $(grep -m1 . "$log")"); failed=$((failed + 1)); continue
