@@ -25,6 +25,7 @@ import (
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -109,63 +110,97 @@ func TestKubectlGetShortName(t *testing.T) {
 }
 
 // TestKubectlPrinterColumns: `kubectl get dr` shows the beverage (drink in
-// the course's versions), the size (in the versions that have one), Ready and
-// the age, through each version, for Drinks written in any version.
+// the course's versions), the size (in the versions that have one), the
+// authored version, Ready and its reason, and the age, through each version,
+// for Drinks written in any version; -o wide adds the ConfigMap and the
+// Ready message.
 func TestKubectlPrinterColumns(t *testing.T) {
 	ns := kubectlNamespace(t)
 	applyCourseDrinks(t, ns)
-	// name -> beverage, size; the v1alpha1 Drink gets the default size.
-	drinks := map[string][2]string{"tea": {"tea", "Medium"}, "coffee": {"coffee", "Large"}, "cocoa": {"cocoa", "Small"}}
+	// name -> beverage, size, authored version; the v1alpha1 Drink gets the
+	// default size.
+	drinks := map[string][3]string{"tea": {"tea", "Medium", "v1alpha1"}, "coffee": {"coffee", "Large", "v1beta1"}, "cocoa": {"cocoa", "Small", "v1"}}
 	age := regexp.MustCompile(`^[0-9]+[smhdy]`)
+	wide := []string{"CONFIGMAP", "MESSAGE"}
 	for _, tc := range []struct {
 		resource string
 		header   []string
 	}{
-		{"dr", []string{"NAME", "BEVERAGE", "SIZE", "READY", "AGE"}},
-		{"drinks.v1.example.com", []string{"NAME", "BEVERAGE", "SIZE", "READY", "AGE"}},
-		{"drinks.v1beta1.example.com", []string{"NAME", "DRINK", "SIZE", "READY", "AGE"}},
-		{"drinks.v1alpha1.example.com", []string{"NAME", "DRINK", "READY", "AGE"}},
+		{"dr", []string{"NAME", "BEVERAGE", "SIZE", "VERSION", "READY", "REASON", "AGE"}},
+		{"drinks.v1.example.com", []string{"NAME", "BEVERAGE", "SIZE", "VERSION", "READY", "REASON", "AGE"}},
+		{"drinks.v1beta1.example.com", []string{"NAME", "DRINK", "SIZE", "VERSION", "READY", "REASON", "AGE"}},
+		{"drinks.v1alpha1.example.com", []string{"NAME", "DRINK", "VERSION", "READY", "REASON", "AGE"}},
 	} {
-		t.Run(tc.resource, func(t *testing.T) {
-			var last string
-			// Ready turns True once the operator has written each ConfigMap.
-			testenv.Eventually(t, 30*time.Second, func() string {
-				out, err := kubectl("get", tc.resource, "-n", ns)
-				if err != nil {
-					return err.Error()
-				}
-				last = out
-				lines := strings.Split(strings.TrimSpace(out), "\n")
-				if header := strings.Fields(lines[0]); !slices.Equal(header, tc.header) {
-					return fmt.Sprintf("columns %v, want %v:\n%s", header, tc.header, out)
-				}
-				if len(lines) != 1+len(drinks) {
-					return fmt.Sprintf("%d rows, want %d:\n%s", len(lines)-1, len(drinks), out)
-				}
-				for _, line := range lines[1:] {
-					row := map[string]string{}
-					for i, v := range strings.Fields(line) {
-						row[tc.header[i]] = v
+		for _, output := range []string{"", "wide"} {
+			header := tc.header
+			args := []string{"get", tc.resource, "-n", ns}
+			if output != "" {
+				header = append(slices.Clone(header), wide...)
+				args = append(args, "-o", output)
+			}
+			t.Run(tc.resource+"/"+output, func(t *testing.T) {
+				var last string
+				// Ready turns True once the operator has written each ConfigMap.
+				testenv.Eventually(t, 30*time.Second, func() string {
+					out, err := kubectl(args...)
+					if err != nil {
+						return err.Error()
 					}
-					d, ok := drinks[row["NAME"]]
-					if !ok {
-						return "unexpected row: " + line
+					last = out
+					lines := strings.Split(strings.TrimSpace(out), "\n")
+					if got := strings.Fields(lines[0]); !slices.Equal(got, header) {
+						return fmt.Sprintf("columns %v, want %v:\n%s", got, header, out)
 					}
-					want := map[string]string{"NAME": row["NAME"], "BEVERAGE": d[0], "DRINK": d[0], "SIZE": d[1], "READY": "True", "AGE": row["AGE"]}
-					for _, col := range tc.header {
-						if row[col] != want[col] {
-							return fmt.Sprintf("%s: column %s = %q, want %q:\n%s", row["NAME"], col, row[col], want[col], out)
+					if len(lines) != 1+len(drinks) {
+						return fmt.Sprintf("%d rows, want %d:\n%s", len(lines)-1, len(drinks), out)
+					}
+					for _, line := range lines[1:] {
+						row := tableRow(lines[0], line)
+						d, ok := drinks[row["NAME"]]
+						if !ok {
+							return "unexpected row: " + line
+						}
+						want := map[string]string{
+							"NAME": row["NAME"], "BEVERAGE": d[0], "DRINK": d[0], "SIZE": d[1], "VERSION": d[2],
+							"READY": "True", "REASON": "ConfigMapReady", "AGE": row["AGE"], "CONFIGMAP": row["NAME"],
+							"MESSAGE": "ConfigMap " + row["NAME"] + " holds the " + d[2] + " layout of the current spec",
+						}
+						for _, col := range header {
+							if row[col] != want[col] {
+								return fmt.Sprintf("%s: column %s = %q, want %q:\n%s", row["NAME"], col, row[col], want[col], out)
+							}
+						}
+						if !age.MatchString(row["AGE"]) {
+							return fmt.Sprintf("%s: AGE %q is not an age:\n%s", row["NAME"], row["AGE"], out)
 						}
 					}
-					if !age.MatchString(row["AGE"]) {
-						return fmt.Sprintf("%s: AGE %q is not an age:\n%s", row["NAME"], row["AGE"], out)
-					}
-				}
-				return ""
+					return ""
+				})
+				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), last)
 			})
-			t.Logf("kubectl get %s -n %s:\n%s", tc.resource, ns, last)
-		})
+		}
 	}
+}
+
+// tableRow maps a row of kubectl's table to its header's columns by their
+// positions in the header line, so that an empty cell stays empty and a
+// message with spaces stays whole.
+func tableRow(headerLine, line string) map[string]string {
+	row := map[string]string{}
+	names := strings.Fields(headerLine)
+	from := 0
+	for i, name := range names {
+		start := from + strings.Index(headerLine[from:], name)
+		end := len(line)
+		if i+1 < len(names) {
+			end = start + len(name) + strings.Index(headerLine[start+len(name):], names[i+1])
+		}
+		from = start + len(name)
+		if start < len(line) {
+			row[name] = strings.TrimSpace(line[start:min(end, len(line))])
+		}
+	}
+	return row
 }
 
 // TestKubectlExplainDrinkSpec: `kubectl explain drink.spec` lists exactly
@@ -566,4 +601,63 @@ func setLogLevel(t *testing.T, oc *operatorv1alpha1.OperatorConfig, level operat
 			_ = k8s.Patch(context.Background(), restore, client.MergeFrom(edited))
 		}
 	})
+}
+
+// TestKubectlGuestbookColumns: `kubectl get gb` shows why a Guestbook is
+// not Ready (the Ready reason), and -o wide adds the Ready message. In this
+// cluster no kubelet runs its pods, so it stays not Ready.
+func TestKubectlGuestbookColumns(t *testing.T) {
+	ctx := context.Background()
+	gb := &webappv1.Guestbook{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "columns-"},
+		Spec:       webappv1.GuestbookSpec{Size: 1, ConfigMapName: "columns"},
+	}
+	if err := k8s.Create(ctx, gb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), gb) })
+	var ready *metav1.Condition
+	testenv.Eventually(t, 30*time.Second, func() string {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(gb), gb); err != nil {
+			return err.Error()
+		}
+		if ready = meta.FindStatusCondition(gb.Status.Conditions, webappv1.ConditionReady); ready == nil || ready.Reason == "" {
+			return "no Ready condition with a reason yet"
+		}
+		return ""
+	})
+	for _, tc := range []struct {
+		args   []string
+		header []string
+	}{
+		{nil, []string{"NAME", "SIZE", "OPERANDS", "ACTIVE", "READY", "REASON", "AGE"}},
+		{[]string{"-o", "wide"}, []string{"NAME", "SIZE", "OPERANDS", "ACTIVE", "READY", "REASON", "AGE", "MESSAGE"}},
+	} {
+		testenv.Eventually(t, 30*time.Second, func() string {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(gb), gb); err != nil {
+				return err.Error()
+			}
+			ready = meta.FindStatusCondition(gb.Status.Conditions, webappv1.ConditionReady)
+			out, err := kubectl(append([]string{"get", "gb", gb.Name}, tc.args...)...)
+			if err != nil {
+				return err.Error()
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), tc.header) {
+				return fmt.Sprintf("kubectl get gb %v: columns, want %v:\n%s", tc.args, tc.header, out)
+			}
+			row := tableRow(lines[0], lines[1])
+			want := map[string]string{"READY": string(ready.Status), "REASON": ready.Reason}
+			if len(tc.args) > 0 {
+				want["MESSAGE"] = ready.Message
+			}
+			for col, v := range want {
+				if row[col] != v {
+					return fmt.Sprintf("kubectl get gb %v: %s = %q, want %q:\n%s", tc.args, col, row[col], v, out)
+				}
+			}
+			t.Logf("kubectl get gb %v:\n%s", tc.args, out)
+			return ""
+		})
+	}
 }

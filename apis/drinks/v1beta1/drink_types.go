@@ -67,8 +67,12 @@ type DrinkStatus struct {
 // +kubebuilder:resource:shortName=dr,categories=myoperator
 // +kubebuilder:printcolumn:name="Drink",type=string,JSONPath=`.spec.drink`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.authoredVersion`,description="API version the spec was last written in; it decides the ConfigMap layout"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why Ready is what it is"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.status.configMapName`,priority=1,description="The ConfigMap rendered for this Drink"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1,description="The Ready condition's message"
 type Drink struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.

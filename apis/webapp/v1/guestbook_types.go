@@ -101,7 +101,9 @@ type GuestbookStatus struct {
 // +kubebuilder:printcolumn:name="Operands",type=string,JSONPath=`.status.operandNamespace`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why Ready is what it is"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1,description="The Ready condition's message"
 type Guestbook struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
