@@ -20,10 +20,11 @@ import (
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
-// apply pipes a manifest into kubectl apply and returns its output.
-func apply(cfg *envconf.Config, manifest string) (string, error) {
+// apply pipes a manifest into kubectl apply (args added, for example
+// --as) and returns its output.
+func apply(cfg *envconf.Config, manifest string, args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := exec.Command("kubectl", "--kubeconfig", cfg.KubeconfigFile(), "apply", "-f", "-")
+	cmd := exec.Command("kubectl", append(append([]string{"--kubeconfig", cfg.KubeconfigFile(), "apply"}, args...), "-f", "-")...)
 	cmd.Stdin = bytes.NewBufferString(manifest)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -15,6 +15,8 @@ import "testing"
 
 func TestInstallAndBootstrap(t *testing.T) { runFeature(t, installAndBootstrap()) }
 
+func TestRolesForNamespaceUsers(t *testing.T) { runFeature(t, rolesForNamespaceUsers()) }
+
 func TestDrinkInEveryVersion(t *testing.T) { runFeature(t, drinkInEveryVersion()) }
 
 func TestBadInput(t *testing.T) { runFeature(t, badInput()) }

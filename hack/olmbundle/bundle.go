@@ -112,9 +112,11 @@ func Generate(dir string, o Options) error {
 	// this ClusterRole there; the bundle ships the role, and an admin (or
 	// the Guestbook's status, which names the exact command) binds it in
 	// the operand namespace, since a CSV's permissions cover only the
-	// operator's own namespace.
+	// operator's own namespace. The roles for the operator's users ship
+	// too: OLM makes aggregated roles of its own for the owned CRDs, but
+	// these are the ones the docs name, the same with every install.
 	for _, cr := range manifests.OfKind(all, "ClusterRole") {
-		if cr.GetName() == OperandsClusterRole {
+		if cr.GetName() == OperandsClusterRole || slices.Contains(UserClusterRoles, cr.GetName()) {
 			files[filepath.Join("manifests", cr.GetName()+"_rbac.authorization.k8s.io_v1_clusterrole.yaml")] = cr.Object
 		}
 	}
@@ -150,6 +152,11 @@ var OLMManagerArgs = []string{"--manage-webhook-certs=false", "--webhook-cert-se
 // OperandsClusterRole grants the rights on Guestbook operands; it is
 // bound per operand namespace (config/rbac/guestbook_operands_role.yaml).
 const OperandsClusterRole = "myoperator-guestbook-operands"
+
+// UserClusterRoles are the roles for the operator's users
+// (config/rbac/drinks_edit_role.yaml, config/rbac/drinks_view_role.yaml,
+// config/rbac/guestbooks_edit_role.yaml, config/rbac/guestbooks_view_role.yaml).
+var UserClusterRoles = []string{"myoperator-drinks-edit", "myoperator-drinks-view", "myoperator-guestbooks-edit", "myoperator-guestbooks-view"}
 
 // PDBFile is the bundle manifest of the PodDisruptionBudget name.
 func PDBFile(name string) string { return name + "_policy_v1_poddisruptionbudget.yaml" }
