@@ -13,6 +13,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // The manager caches one ConfigMap and one Drink per Drink; at 50,000
@@ -129,8 +130,9 @@ func isTrimmed(cm *corev1.ConfigMap) bool {
 }
 
 // TrimDrink is the cache transform of Drinks. It drops managed fields,
-// labels, finalizers and every annotation but AuthoredVersionAnnotation,
-// the only one the reconciler reads (a tenant's annotations, up to 256 KiB
+// labels, finalizers and every annotation but AuthoredVersionAnnotation
+// and a pause (pause.Annotation "true"), the only ones the reconciler
+// reads (a tenant's annotations, up to 256 KiB
 // per Drink, or labels would otherwise sit in the manager's memory), and
 // shares the strings that
 // Drinks repeat (namespace, versions, beverage, size, extras, condition
@@ -146,6 +148,12 @@ func TrimDrink(obj any) (any, error) {
 	d.Namespace = intern(d.Namespace)
 	v, authored := d.Annotations[drinksv1.AuthoredVersionAnnotation]
 	switch shared, known := authoredOnly[v]; {
+	case pause.Requested(d.Annotations):
+		// Few Drinks are paused at a time: no sharing.
+		d.Annotations = map[string]string{pause.Annotation: pause.On}
+		if authored {
+			d.Annotations[drinksv1.AuthoredVersionAnnotation] = v
+		}
 	case !authored:
 		d.Annotations = nil
 	case known:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // TestTrimmedConfigMapMatchesAsTheWholeOne: for every way a ConfigMap can
@@ -158,6 +159,10 @@ func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
 		{name: "an unknown version", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9", "note": "x"},
 			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v9"}},
 		{name: "a tenant's only", annotations: map[string]string{"note": "x"}, want: nil},
+		{name: "paused", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", pause.Annotation: "true", "note": "x"},
+			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", pause.Annotation: "true"}},
+		{name: "resumed", annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1", pause.Annotation: "false"},
+			want: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}},
 		{name: "none", annotations: nil, want: nil},
 	}
 	for _, tt := range tests {

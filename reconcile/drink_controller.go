@@ -17,6 +17,7 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // DrinkReconciler renders every Drink, whatever version it was written in,
@@ -63,6 +64,11 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, d, func(d *drinksv1.Drink) any { return &d.Status })})
 	}()
 
+	if pause.Requested(d.Annotations) {
+		setDrinkPaused(d, read)
+		return ctrl.Result{}, nil
+	}
+	meta.RemoveStatusCondition(&d.Status.Conditions, pause.ConditionType)
 	d.Status.AuthoredVersion = AuthoredVersion(d)
 	cfg, err := effectiveConfig(ctx, r.Client, r.Records, r.Namespace, &d.Status.Conditions)
 	if err != nil {

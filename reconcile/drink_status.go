@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // Condition types beside Ready, after the kstatus conventions: Stalled is
@@ -36,6 +37,21 @@ func setDrinkUnmanaged(d *drinksv1.Drink) {
 	d.Status.ObservedGeneration = d.Generation
 	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, ReasonUnmanaged,
 		"OperatorConfig cluster has managementState Unmanaged: the operator leaves this Drink's ConfigMap alone; set Managed to resume")
+	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
+}
+
+// setDrinkPaused: the Drink asks the operator to leave it alone. Only the
+// first reconcile after the pause writes the status (the Paused condition,
+// Ready=False); while paused, nothing is written, not even a newer
+// observedGeneration after a spec change.
+func setDrinkPaused(d *drinksv1.Drink, read *drinksv1.Drink) {
+	if meta.IsStatusConditionTrue(read.Status.Conditions, pause.ConditionType) {
+		d.Status = *read.Status.DeepCopy()
+		return
+	}
+	msg := pause.Message("drink", d.Name, "this Drink's ConfigMap or status")
+	setCondition(&d.Status.Conditions, d.Generation, pause.ConditionType, metav1.ConditionTrue, pause.Reason, msg)
+	setCondition(&d.Status.Conditions, d.Generation, drinksv1.ConditionReady, metav1.ConditionFalse, pause.Reason, msg)
 	meta.RemoveStatusCondition(&d.Status.Conditions, ConditionStalled)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // GuestbookReconciler runs each Guestbook as an active/standby application
@@ -68,6 +70,11 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, g, func(g *webappv1.Guestbook) any { return &g.Status })})
 	}()
 
+	if pause.Requested(g.Annotations) {
+		setGuestbookPaused(g, read)
+		return ctrl.Result{}, nil
+	}
+	meta.RemoveStatusCondition(&g.Status.Conditions, pause.ConditionType)
 	cfg, err := effectiveConfig(ctx, r.Client, r.Records, r.Namespace, &g.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err

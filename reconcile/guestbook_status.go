@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // ConditionReconciling is true while the operator waits for the operands to
@@ -78,6 +79,21 @@ func setGuestbookUnmanaged(g *webappv1.Guestbook) {
 	g.Status.ObservedGeneration = g.Generation
 	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonUnmanaged,
 		"OperatorConfig cluster has managementState Unmanaged: the operator leaves this Guestbook's operands alone; set Managed to resume")
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
+}
+
+// setGuestbookPaused: the Guestbook asks the operator to leave it and its
+// operands alone, failover included. Only the first reconcile after the
+// pause writes the status; while paused, nothing is written.
+func setGuestbookPaused(g, read *webappv1.Guestbook) {
+	if meta.IsStatusConditionTrue(read.Status.Conditions, pause.ConditionType) {
+		g.Status = *read.Status.DeepCopy()
+		return
+	}
+	msg := pause.Message("guestbook", g.Name, "this Guestbook's operands (no drift correction, no failover) or status")
+	setCondition(&g.Status.Conditions, g.Generation, pause.ConditionType, metav1.ConditionTrue, pause.Reason, msg)
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, pause.Reason, msg)
 	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
 	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
 }

@@ -14,6 +14,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	"github.com/example/myoperator/internal/crdvalidation"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // ValidateDrinkHub checks a Drink written through any served version in its
@@ -69,6 +70,7 @@ func (v DrinkValidator) rules() []drinkRule {
 		{reads: func(d *drinksv1.Drink) any { return []any{d.Spec.Size, d.Spec.Extras} }, check: checkSmallExtras},
 		{reads: annotation(drinksv1.AuthoredVersionAnnotation), check: v.checkAuthoredVersion},
 		{reads: annotation(drinksv1.ConversionDataAnnotation), check: v.checkNoConversionData},
+		{reads: annotation(pause.Annotation), check: func(d *drinksv1.Drink) field.ErrorList { return pause.Validate(d.Annotations) }},
 	}
 }
 

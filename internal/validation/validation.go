@@ -13,6 +13,7 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/pause"
 )
 
 // MaxSmallExtras is how many extras fit in a Small drink.
@@ -116,6 +117,7 @@ func ValidateGuestbook(g *webappv1.Guestbook, others []webappv1.Guestbook) field
 		errs[len(errs)-1].Detail = fmt.Sprintf(
 			"may not be more than %d characters: the StatefulSet's revision labels add a suffix to it", MaxGuestbookNameLength)
 	}
+	errs = append(errs, pause.Validate(g.Annotations)...)
 	for _, o := range others {
 		if o.Name != g.Name && o.Spec.ConfigMapName == g.Spec.ConfigMapName {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "configMapName"), g.Spec.ConfigMapName).

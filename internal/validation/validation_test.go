@@ -9,6 +9,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/validation"
 )
 
@@ -19,6 +20,11 @@ func TestValidateDrink(t *testing.T) {
 	}
 	forged := drink("forged", drinksv1.SizeLarge)
 	forged.Annotations = map[string]string{drinksv1.AuthoredVersionAnnotation: "v2"}
+	annotated := func(value string) *drinksv1.Drink {
+		d := drink("paused", drinksv1.SizeLarge)
+		d.Annotations = map[string]string{pause.Annotation: value}
+		return d
+	}
 	tests := []struct {
 		name string
 		d    *drinksv1.Drink
@@ -30,6 +36,9 @@ func TestValidateDrink(t *testing.T) {
 		{"small with 4 extras", drink("s", drinksv1.SizeSmall, "a", "b", "c", "d"), "spec.extras: Too many"},
 		{"medium with 4 extras", drink("m", drinksv1.SizeMedium, "a", "b", "c", "d"), ""},
 		{"forged authored version", forged, `metadata.annotations[example.com/authored-version]: Unsupported value: "v2"`},
+		{"paused", annotated("true"), ""},
+		{"resumed", annotated("false"), ""},
+		{"pause misspelt", annotated("True"), `metadata.annotations[example.com/paused]: Unsupported value: "True": supported values: "true", "false"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +52,11 @@ func TestValidateGuestbook(t *testing.T) {
 		return &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: cm}}
 	}
 	others := []webappv1.Guestbook{*gb("first", "first-cm")}
+	pausedGB := func(value string) *webappv1.Guestbook {
+		g := gb("paused", "paused")
+		g.Annotations = map[string]string{pause.Annotation: value}
+		return g
+	}
 	tests := []struct {
 		name string
 		g    *webappv1.Guestbook
@@ -53,6 +67,8 @@ func TestValidateGuestbook(t *testing.T) {
 		{"ConfigMap taken", gb("second", "first-cm"), `ConfigMap "first-cm" is already used by Guestbook "first"`},
 		{"dotted name", gb("a.b", "ab"), "metadata.name: Invalid value"},
 		{"name of 53 characters", gb(strings.Repeat("g", 53), "g"), "may not be more than 52"},
+		{"paused", pausedGB("true"), ""},
+		{"pause misspelt", pausedGB("yes"), `metadata.annotations[example.com/paused]: Unsupported value: "yes"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
