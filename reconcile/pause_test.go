@@ -25,31 +25,34 @@ import (
 // writes they made, counted at the manager's HTTP transport.
 func reconcileWrites(t *testing.T, controller string) (reconciles uint64, writes float64) {
 	t.Helper()
+	m := controllerMetric(t, "myoperator_reconcile_writes", controller)
+	if m == nil {
+		t.Fatalf("no myoperator_reconcile_writes{controller=%q} series", controller)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// controllerMetric is the series of the metric family name whose label
+// controller is controller, from the process's registry; nil if none.
+func controllerMetric(t *testing.T, name, controller string) *dto.Metric {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "myoperator_reconcile_writes" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, "controller") == controller {
-				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					return m
+				}
 			}
 		}
 	}
-	t.Fatalf("no myoperator_reconcile_writes{controller=%q} series", controller)
-	return 0, 0
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	return nil
 }
 
 // setPaused sets (value "true" or "false") or removes (value "") the pause
