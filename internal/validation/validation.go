@@ -116,6 +116,7 @@ func ValidateGuestbook(g *webappv1.Guestbook, others []webappv1.Guestbook) field
 		errs[len(errs)-1].Detail = fmt.Sprintf(
 			"may not be more than %d characters: the StatefulSet's revision labels add a suffix to it", MaxGuestbookNameLength)
 	}
+	errs = append(errs, validateGuestbookPod(g)...)
 	for _, o := range others {
 		if o.Name != g.Name && o.Spec.ConfigMapName == g.Spec.ConfigMapName {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "configMapName"), g.Spec.ConfigMapName).
