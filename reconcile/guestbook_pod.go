@@ -29,11 +29,15 @@ func DefaultGuestbookResources() corev1.ResourceRequirements {
 const antiAffinityWeight = 100
 
 // podResources is the container's resources: spec.pod.resources as a
-// whole when set, the defaults otherwise.
+// whole when set, the defaults otherwise; nil when that asks for nothing,
+// so that the apply leaves resources out rather than write an empty one.
 func podResources(p *webappv1.GuestbookPod) *corev1ac.ResourceRequirementsApplyConfiguration {
 	r := DefaultGuestbookResources()
 	if p != nil && p.Resources != nil {
 		r = *p.Resources
+	}
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return nil
 	}
 	out := corev1ac.ResourceRequirements()
 	if len(r.Requests) > 0 {

@@ -190,6 +190,12 @@ func TestGuestbookPodSettings(t *testing.T) {
 		want.Resources = big
 		testenv.Eventually(t, 10*time.Second, templateIs(want))
 	})
+	t.Run("resources {} ask for nothing", func(t *testing.T) {
+		setPod(&webappv1.GuestbookPod{Resources: &corev1.ResourceRequirements{}})
+		want := defaults
+		want.Resources = corev1.ResourceRequirements{}
+		testenv.Eventually(t, 10*time.Second, templateIs(want))
+	})
 }
 
 // TestGuestbookPodSettingsFromCreate: what spec.pod held when the
