@@ -30,7 +30,9 @@ func activePods(cfg *envconf.Config) ([]string, error) {
 }
 
 // guestbookFailover: a Guestbook of size 3 runs as StatefulSet pods with
-// one active; deleting the active pod promotes a standby, the Service's
+// one active, on three nodes (the default Soft pod anti-affinity), while
+// one of size 4 with antiAffinity Hard leaves a pod Pending on the three
+// nodes; deleting the active pod promotes a standby, the Service's
 // EndpointSlice points only at the new active pod, and status and an event
 // say so. On the real node the pods run the Guestbook server and a failing
 // readiness probe moves the active role too.
@@ -55,6 +57,8 @@ func guestbookFailover() features.Feature {
 			})
 			return ctx
 		}).
+		Assess("the three pods run on three nodes (the default Soft pod anti-affinity)", assessSpreadOverNodes).
+		Assess("antiAffinity Hard, size 4, 3 nodes: one pod stays Pending", assessHardAntiAffinity).
 		Assess("deleting the active pod promotes a standby", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			start := time.Now()
 			firstName, _, _ := strings.Cut(first, "/")
@@ -99,7 +103,7 @@ func guestbookFailover() features.Feature {
 		}).
 		Assess("the active pod's readiness probe fails: a standby is promoted within the probe's period plus one reconcile", assessProbeFailover).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cleanUp(t, cfg, "guestbook", "e2e")
+			cleanUp(t, cfg, "guestbook", "e2e", hardGuestbook)
 			return ctx
 		}).
 		Feature()

@@ -35,6 +35,11 @@ type operand struct {
 	// added lists the paths of fields desired sets that the previous
 	// release did not (see lostFields).
 	added []string
+	// prepare, if set, runs before an apply: what the apply cannot do
+	// itself (releaseCreatedFields), done first so that the apply never
+	// meets a mix of old and new values the API server refuses, such as a
+	// memory request of the new resources above the old limit.
+	prepare func() error
 }
 
 // ensureOperand converges one operand. It creates the object when the name
@@ -79,6 +84,11 @@ func (r *GuestbookReconciler) ensureOperand(ctx context.Context, g *webappv1.Gue
 			return err
 		}
 		lost = lostFields(want, have, live, "", op.added)
+	}
+	if op.prepare != nil {
+		if err := op.prepare(); err != nil {
+			return err
+		}
 	}
 	// The UID makes the apply fail rather than reach an object that
 	// replaced this one since the cache saw it.

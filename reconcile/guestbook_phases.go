@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,9 +22,9 @@ import (
 
 // Labels of Guestbook operands.
 const (
-	NameLabel        = "app.kubernetes.io/name"
-	InstanceLabel    = "app.kubernetes.io/instance"
-	GuestbookAppName = "guestbook"
+	NameLabel        = webappv1.NameLabel
+	InstanceLabel    = webappv1.InstanceLabel
+	GuestbookAppName = webappv1.AppName
 	// PodSecurityEnforce is the Pod Security label of the operand namespace.
 	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 )
@@ -97,25 +96,26 @@ func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.G
 // wrote it.
 func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulSetApplyConfiguration {
 	labels := guestbookLabels(g)
-	selector := map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name}
+	selector := webappv1.PodSelector(g.Name)
 	container := corev1ac.Container().WithName("guestbook").WithImage(image).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/guestbook").WithReadOnly(true)).
 		WithReadinessProbe(readinessProbe()).
 		WithLivenessProbe(livenessProbe()).
-		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}).
-			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")})).
+		WithResources(podResources(g.Spec.Pod)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).WithReadOnlyRootFilesystem(true).WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
-	pod := corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
+	podSpec := corev1ac.PodSpec().
 		WithContainers(container).
 		WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).WithRunAsUser(65532).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithAutomountServiceAccountToken(false).
 		WithVolumes(corev1ac.Volume().WithName("config").
-			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(g.Spec.ConfigMapName))))
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(g.Spec.ConfigMapName))).
+		WithAffinity(podAffinity(g))
+	applyPodSettings(podSpec, g.Spec.Pod)
+	pod := corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(podSpec)
 	spec := appsv1ac.StatefulSetSpec().WithReplicas(g.Spec.Size).WithServiceName(g.Name).
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 		WithPodManagementPolicy(appsv1.ParallelPodManagement).
@@ -161,16 +161,19 @@ func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1
 	live, desired := &appsv1.StatefulSet{}, statefulSetFor(g, ns, image)
 	return live, r.ensureOperand(ctx, g, cached, operand{
 		kind: "StatefulSet", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
-		owned: func() (any, error) { return appsv1ac.ExtractStatefulSet(live, FieldOwner) },
-		guard: func(uid types.UID) { desired.WithUID(uid) },
-		added: statefulSetAdded,
+		owned:   func() (any, error) { return appsv1ac.ExtractStatefulSet(live, FieldOwner) },
+		guard:   func(uid types.UID) { desired.WithUID(uid) },
+		added:   statefulSetAdded,
+		prepare: func() error { return r.releaseCreatedFields(ctx, live, desired) },
 	})
 }
 
 // statefulSetAdded are the fields of statefulSetFor that the previous
 // release (v0.2.0) did not set: on a StatefulSet it applied, their absence
 // is the upgrade, not another writer's change (RELEASES.md, Operands).
+// The affinity is the default pod anti-affinity every Guestbook now has.
 var statefulSetAdded = []string{
+	"spec.template.spec.affinity",
 	"spec.template.spec.containers[0].livenessProbe",
 	"spec.template.spec.containers[0].readinessProbe",
 }

@@ -118,6 +118,7 @@ func ValidateGuestbook(g *webappv1.Guestbook, others []webappv1.Guestbook) field
 			"may not be more than %d characters: the StatefulSet's revision labels add a suffix to it", MaxGuestbookNameLength)
 	}
 	errs = append(errs, pause.Validate(g.Annotations)...)
+	errs = append(errs, validateGuestbookPod(g)...)
 	for _, o := range others {
 		if o.Name != g.Name && o.Spec.ConfigMapName == g.Spec.ConfigMapName {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "configMapName"), g.Spec.ConfigMapName).

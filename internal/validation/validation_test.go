@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -78,6 +79,36 @@ func TestValidateGuestbook(t *testing.T) {
 	if err := validation.ValidateGuestbookUpdate(gb("a", "one"), gb("a", "two")).ToAggregate(); err == nil ||
 		!strings.Contains(err.Error(), "spec.configMapName: Forbidden") {
 		t.Errorf("configMapName change: %v", err)
+	}
+}
+
+// TestValidateGuestbookPod: the rules of spec.pod that depend on the rest
+// of the Guestbook; internal/webhook's TestGuestbookPodRejected sends
+// every rule through the API server.
+func TestValidateGuestbookPod(t *testing.T) {
+	together := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "guestbook"}}}}}}
+	gb := func(size int32, anti webappv1.AntiAffinity, a *corev1.Affinity) *webappv1.Guestbook {
+		return &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "gb"},
+			Spec: webappv1.GuestbookSpec{Size: size, ConfigMapName: "gb", Pod: &webappv1.GuestbookPod{AntiAffinity: anti, Affinity: a}}}
+	}
+	tests := []struct {
+		name string
+		g    *webappv1.Guestbook
+		want string
+	}{
+		{"own pods together, Soft", gb(3, webappv1.AntiAffinitySoft, together), ""},
+		{"own pods together, Hard, size 1", gb(1, webappv1.AntiAffinityHard, together), ""},
+		{"own pods together, Hard, size 3", gb(3, webappv1.AntiAffinityHard, together),
+			"spec.pod.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: Invalid value"},
+		{"another app's pods, Hard", gb(3, webappv1.AntiAffinityHard, &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}}}}}), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, validation.ValidateGuestbook(tc.g, nil).ToAggregate(), tc.want)
+		})
 	}
 }
 

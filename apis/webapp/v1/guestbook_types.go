@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -22,7 +23,25 @@ const (
 	// not by whoever may create a Guestbook, whose page would otherwise
 	// show any ConfigMap of the namespace.
 	MountLabel = "webapp.my.domain/guestbook"
+
+	// NameLabel is AppName on every Guestbook pod; with InstanceLabel it
+	// selects one Guestbook's pods.
+	NameLabel = "app.kubernetes.io/name"
+	// InstanceLabel is the name of the Guestbook a pod belongs to.
+	InstanceLabel = "app.kubernetes.io/instance"
+	// AppName is the NameLabel value of every Guestbook pod.
+	AppName = "guestbook"
+
+	// HostnameTopologyKey is the node label the default pod anti-affinity
+	// spreads a Guestbook's pods over: one pod per node when it can.
+	HostnameTopologyKey = "kubernetes.io/hostname"
 )
+
+// PodSelector is the label selector of the pods of the Guestbook name, the
+// one its StatefulSet and its pod anti-affinity use.
+func PodSelector(name string) map[string]string {
+	return map[string]string{NameLabel: AppName, InstanceLabel: name}
+}
 
 // Alias selects the default content of the Guestbook's ConfigMap.
 // +kubebuilder:validation:Enum=Phone;Address;Name
@@ -36,6 +55,98 @@ const (
 	// AliasName fills the ConfigMap with a name entry.
 	AliasName Alias = "Name"
 )
+
+// AntiAffinity says how strictly a Guestbook's pods keep off each other's
+// nodes.
+// +kubebuilder:validation:Enum=Soft;Hard
+type AntiAffinity string
+
+const (
+	// AntiAffinitySoft asks the scheduler to put the pods on different
+	// nodes when it can (preferredDuringSchedulingIgnoredDuringExecution,
+	// weight 100), and to put them together rather than leave one Pending.
+	AntiAffinitySoft AntiAffinity = "Soft"
+	// AntiAffinityHard requires different nodes
+	// (requiredDuringSchedulingIgnoredDuringExecution): with fewer fitting
+	// nodes than pods, the extra pods stay Pending.
+	AntiAffinityHard AntiAffinity = "Hard"
+)
+
+// Bounds of spec.pod that its schema cannot say, on the Kubernetes types
+// inside spec.pod.affinity and spec.pod.resources: the webhook enforces
+// them, so that one Guestbook stays a small object. (The schema bounds
+// nodeSelector, tolerations and imagePullSecrets.)
+const (
+	// MaxAffinityTerms bounds each list of affinity terms.
+	MaxAffinityTerms = 16
+	// MaxSelectorRequirements bounds the requirements (and match labels)
+	// of each selector in an affinity term.
+	MaxSelectorRequirements = 16
+	// MaxSelectorValues bounds the values of each requirement, and the
+	// namespaces of a pod affinity term.
+	MaxSelectorValues = 64
+	// MaxResources bounds the entries of requests and of limits.
+	MaxResources = 16
+)
+
+// GuestbookPod are settings of the Guestbook's pods: where they may run,
+// what they ask for, and how they keep apart. Every field is optional.
+type GuestbookPod struct {
+	// Resources are the guestbook container's requests and limits. When
+	// omitted, the operator's defaults apply: requests cpu 10m and memory
+	// 16Mi, limit memory 64Mi. When set, they replace the defaults as a
+	// whole (a resources of {} asks for nothing and limits nothing). A
+	// request may not exceed its limit; claims are not supported.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector is the pods' node selector: label keys and values a node
+	// must carry. At most 32 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations let the pods run on nodes with matching taints. At most
+	// 32.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity is merged with the operator's pod anti-affinity (see
+	// antiAffinity): nodeAffinity and podAffinity are the pods' as written;
+	// the operator's anti-affinity term comes first in podAntiAffinity's
+	// list of its kind (preferred for Soft, required for Hard) and the
+	// terms written here follow it, in their order. Each list of terms
+	// holds at most 16, each selector at most 16 requirements of at most
+	// 64 values. A required podAffinity term that puts the Guestbook's own
+	// pods on one node (topologyKey kubernetes.io/hostname) is refused
+	// with antiAffinity Hard and a size above 1: no node could take the
+	// second pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// AntiAffinity says how the pods keep off each other's nodes (topology
+	// key kubernetes.io/hostname, selecting the Guestbook's own pods):
+	// Soft (the default when omitted) prefers one pod per node and still
+	// schedules every pod on fewer nodes; Hard requires it, and leaves the
+	// pods beyond the number of fitting nodes Pending. An active pod and
+	// its standby on different nodes survive the loss of one node.
+	// +optional
+	AntiAffinity AntiAffinity `json:"antiAffinity,omitempty"`
+
+	// PriorityClassName is the pods' PriorityClass, a DNS subdomain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// ImagePullSecrets name Secrets of the operand namespace that the
+	// kubelet pulls the image with. At most 16.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
 
 // GuestbookSpec is the Guestbook application a user wants.
 type GuestbookSpec struct {
@@ -60,6 +171,13 @@ type GuestbookSpec struct {
 	// Alias chooses the default ConfigMap content: Phone, Address or Name.
 	// +optional
 	Alias Alias `json:"alias,omitempty"`
+
+	// Pod holds settings of the Guestbook's pods: resources, node
+	// selection, tolerations, affinity, priority, image pull secrets and
+	// how strictly the pods keep apart. The operator applies them to the
+	// pod template and restores them when another writer changes it.
+	// +optional
+	Pod *GuestbookPod `json:"pod,omitempty"`
 }
 
 // GuestbookStatus is what the operator observed and did.
