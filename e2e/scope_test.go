@@ -88,6 +88,13 @@ func namespaceScope() features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The Drinks go first: the operator, cluster-wide again, must
+			// not meet team-c's Drink in a namespace being deleted.
+			for _, ns := range append([]string{scopeUnserved}, scopeServed...) {
+				if out, err := kubectl(cfg, "delete", "drinks.example.com", "--all", "-n", ns, "--timeout=1m"); err != nil {
+					t.Errorf("kubectl delete drinks -n %s: %v: %s", ns, err, out)
+				}
+			}
 			rollOut(ctx, t, cfg, installedConfig())
 			for _, args := range [][]string{
 				{"delete", "clusterrole", "myoperator-served-namespace", "--ignore-not-found"},
