@@ -131,7 +131,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tool
 	cd hack/registry && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: kube-score
-kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy) with kube-score; fail on any CRITICAL.
+kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy, config/namespace-scope) with kube-score; fail on any CRITICAL.
 	hack/kube-score.sh $(KUBE_SCORE)
 
 .PHONY: verify

@@ -77,6 +77,8 @@ func run() error {
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client-side burst of API requests (with --kube-api-qps > 0).")
 	guestbookImage := flag.String("guestbook-image", envOr("GUESTBOOK_IMAGE", operatorv1alpha1.DefaultGuestbookImage),
 		"The Guestbook pods' image when OperatorConfig cluster's spec.guestbook.image is not set: the release's Guestbook server, which its manifests name by digest (GUESTBOOK_IMAGE).")
+	watchNamespaces := flag.String("watch-namespaces", "",
+		"Comma-separated namespaces whose Drinks the operator serves; empty serves every namespace. It must match the install's RBAC (config/namespace-scope, the chart's watchNamespaces): see docs/install.md#namespace-scope.")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
@@ -93,6 +95,11 @@ func run() error {
 		return fmt.Errorf("--guestbook-image: %w", errs.ToAggregate())
 	}
 	operatorv1alpha1.DefaultGuestbookImage = *guestbookImage
+	watched, err := app.ParseWatchNamespaces(*watchNamespaces)
+	if err != nil {
+		return err
+	}
+	o.WatchNamespaces = watched
 	if err := o.Conversion.Validate(); err != nil {
 		return err
 	}
@@ -151,7 +158,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
+	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection, "watchNamespaces", o.WatchNamespaces)
 	return mgr.Start(ctx)
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Scores the rendered install with kube-score: config/default, and
-# config/default with the optional config/network-policy component. Fails on
+# config/default with each of the optional components config/network-policy
+# and config/namespace-scope. Fails on
 # any CRITICAL finding. A check that does not fit is opted out on its
 # object (a kube-score/ignore annotation, with the reason in a comment
 # beside it), never here, so that the reason travels with the manifest.
@@ -13,22 +14,25 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 kubectl kustomize "$root/config/default" > "$dir/default.yaml"
-# The component added the way a user's overlay adds it.
+# Each component added the way a user's overlay adds it.
+components=(network-policy namespace-scope)
 mkdir "$dir/overlay" && ln -s "$root/config" "$dir/overlay/config"
-cat > "$dir/overlay/kustomization.yaml" <<YAML
+for c in "${components[@]}"; do
+  cat > "$dir/overlay/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
 - config/default
 components:
-- config/network-policy
+- config/$c
 YAML
-kubectl kustomize "$dir/overlay" > "$dir/default+network-policy.yaml"
+  kubectl kustomize "$dir/overlay" > "$dir/default+$c.yaml"
+done
 
 # Optional checks that the manifests meet and should keep meeting.
 optional=(--enable-optional-test container-seccomp-profile --enable-optional-test container-ports-check)
 failed=0
-for render in default default+network-policy; do
+for render in default "${components[@]/#/default+}"; do
   rc=0
   "$kube_score" score --output-format ci --kubernetes-version v1.37 "${optional[@]}" "$dir/$render.yaml" > "$dir/$render.out" || rc=$?
   ok=$(grep -c '^\[OK\]' "$dir/$render.out" || true)

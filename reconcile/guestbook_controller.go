@@ -49,8 +49,8 @@ type GuestbookReconciler struct {
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 //
-// Rights on the operands themselves (StatefulSets, Services, pods, and
-// ConfigMap deletion) exist only in operand namespaces, through a
+// Rights on the operands themselves (StatefulSets, Services, pods and the
+// Guestbook's ConfigMap) exist only in operand namespaces, through a
 // RoleBinding to the ClusterRole in config/rbac/guestbook_operands_role.yaml;
 // no marker here, since markers make cluster-wide rights.
 
@@ -94,7 +94,7 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return r.failed(g, read, ReasonCacheFailed, err)
 	}
-	if err := r.ensureConfigMap(ctx, g, ns); err != nil {
+	if err := r.ensureConfigMap(ctx, g, operands, ns); err != nil {
 		return r.failed(g, read, ReasonConfigMapFailed, err)
 	}
 	sts, err := r.ensureStatefulSet(ctx, g, operands, ns, cfg.GuestbookImage)
@@ -161,7 +161,6 @@ func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string,
 func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&webappv1.Guestbook{}).
-		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, revisitAll(r.Client, &webappv1.GuestbookList{})).
 		WithOptions(opts).
 		Build(&instrumented{controller: "guestbook", newObject: func() client.Object { return &webappv1.Guestbook{} },
@@ -174,6 +173,10 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 	r.Operands.Watches = []operandcache.Watch{
 		{Object: &appsv1.StatefulSet{}, Handler: owner},
 		{Object: &corev1.Service{}, Handler: owner},
+		// The Guestbook's ConfigMap lives in the operand namespace too: its
+		// watch is there, not in the manager's cache, which with
+		// --watch-namespaces holds only the served namespaces.
+		{Object: &corev1.ConfigMap{}, Handler: owner},
 		{Object: &corev1.Pod{}, Handler: handler.EnqueueRequestsFromMapFunc(podToGuestbook)},
 	}
 	return nil

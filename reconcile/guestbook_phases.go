@@ -60,10 +60,10 @@ func guestbookOwner(g *webappv1.Guestbook) *metav1ac.OwnerReferenceApplyConfigur
 // webappv1.MountLabel with the Guestbook's name; any other is a conflict
 // (rechecked soon: the label's arrival wakes no watch, since the cache
 // holds only the operator's ConfigMaps).
-func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.Guestbook, ns string) error {
+func (r *GuestbookReconciler) ensureConfigMap(ctx context.Context, g *webappv1.Guestbook, operands client.Reader, ns string) error {
 	key := client.ObjectKey{Namespace: ns, Name: g.Spec.ConfigMapName}
 	cached := &corev1.ConfigMap{}
-	if err := r.Client.Get(ctx, key, cached); err == nil && controlledBy(cached, g.UID) {
+	if err := operands.Get(ctx, key, cached); err == nil && controlledBy(cached, g.UID) {
 		return nil // one the operator created for this Guestbook
 	}
 	have := &corev1.ConfigMap{}

@@ -38,6 +38,9 @@ var operandRights = []authorizationv1.ResourceAttributes{
 	{Resource: "pods", Verb: "list"},
 	{Resource: "pods", Verb: "watch"},
 	{Resource: "pods", Verb: "patch"},
+	{Resource: "configmaps", Verb: "get"},
+	{Resource: "configmaps", Verb: "list"},
+	{Resource: "configmaps", Verb: "watch"},
 	{Resource: "configmaps", Verb: "create"},
 	{Resource: "configmaps", Verb: "delete"},
 }

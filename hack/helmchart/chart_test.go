@@ -49,9 +49,10 @@ func runHelm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func template(t *testing.T, chart string, set ...string) map[string]object {
+// template renders the chart in the tree with the given --set values.
+func template(t *testing.T, set ...string) map[string]object {
 	t.Helper()
-	args := []string{"template", release, chart, "--namespace", "myoperator-system"}
+	args := []string{"template", release, chartDir, "--namespace", "myoperator-system"}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -142,7 +143,7 @@ func TestTemplateEqualsKustomize(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantBy := byKey(t, want)
-			got := template(t, chartDir, tc.set...)
+			got := template(t, tc.set...)
 			for k, w := range wantBy {
 				g, ok := got[k]
 				if !ok {
@@ -276,10 +277,10 @@ func TestValues(t *testing.T) {
 				return fmt.Sprintf("namespace %t, RoleBinding %t", ns, rb)
 			}, "namespace false, RoleBinding true"},
 	}
-	defaults := template(t, chartDir)
+	defaults := template(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := template(t, chartDir, tc.set...)
+			got := template(t, tc.set...)
 			b, _ := yaml.Marshal(tc.get(got))
 			if g := strings.TrimSpace(string(b)); g != tc.want {
 				t.Errorf("--set %s: got\n%s\nwant\n%s", strings.Join(tc.set, " --set "), g, tc.want)
@@ -327,5 +328,49 @@ func TestRefusesWhatItCannotExpress(t *testing.T) {
 	}
 	if _, err := build(cfg, filepath.Join(cfg, "default"), ""); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatchNamespacesValue: the list in watchNamespaces reaches the
+// manager's --watch-namespaces and puts one RoleBinding in each namespace
+// it names, and only there; empty (the default), neither exists and the
+// ClusterRole keeps the cluster-wide ConfigMap rights.
+func TestWatchNamespacesValue(t *testing.T) {
+	const deploy = "apps/v1/Deployment/myoperator-system/myoperator-controller-manager"
+	binding := func(ns string) string {
+		return "rbac.authorization.k8s.io/v1/RoleBinding/" + ns + "/" + servedBinding
+	}
+	summary := func(objs map[string]object) string {
+		var args []string
+		pod := objs[deploy]["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		for _, c := range containers(pod, "containers") {
+			for _, a := range c["args"].([]any) {
+				if s := a.(string); strings.HasPrefix(s, watchArg) {
+					args = append(args, s)
+				}
+			}
+		}
+		var bindings []string
+		for k := range objs {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/v1/RoleBinding/") && strings.HasSuffix(k, "/"+servedBinding) {
+				bindings = append(bindings, k)
+			}
+		}
+		slices.Sort(bindings)
+		role, _ := yaml.Marshal(objs["rbac.authorization.k8s.io/v1/ClusterRole//myoperator-manager-role"]["rules"])
+		return fmt.Sprintf("args %q, bindings %q, cluster-wide configmaps %t", args, bindings, strings.Contains(string(role), "- configmaps\n"))
+	}
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, `args [], bindings [], cluster-wide configmaps true`},
+		{[]string{"watchNamespaces={apps}"}, fmt.Sprintf(`args ["--watch-namespaces=apps"], bindings [%q], cluster-wide configmaps false`, binding("apps"))},
+		{[]string{"watchNamespaces={x,y,z}"}, fmt.Sprintf(`args ["--watch-namespaces=x,y,z"], bindings [%q %q %q], cluster-wide configmaps false`,
+			binding("x"), binding("y"), binding("z"))},
+	} {
+		if got := summary(template(t, tc.set...)); got != tc.want {
+			t.Errorf("--set %v: got %s, want %s", tc.set, got, tc.want)
+		}
 	}
 }

@@ -9,12 +9,17 @@
 //   - config/default (or -base) rendered by kubectl kustomize is the chart
 //     with its default values; each object is one template file.
 //   - Each optional component (config/certmanager, network-policy,
-//     prometheus, leader-fence) is rendered as an overlay of the base.
-//     Objects only the overlay has are wrapped in the value that turns the
-//     component on. The cert-manager component also changes objects (an
-//     argument, annotations, the Secret it drops): those get both forms,
-//     chosen by certificates.mode. Any other component that changes an
-//     object of the base is refused, since the chart could not express it.
+//     prometheus, leader-fence, namespace-scope) is rendered as an overlay
+//     of the base. Objects only the overlay has are wrapped in the value
+//     that turns the component on. The cert-manager component also changes
+//     objects (an argument, annotations, the Secret it drops): those get
+//     both forms, chosen by certificates.mode. The namespace-scope
+//     component changes the ClusterRole (both forms, chosen by
+//     watchNamespaces) and adds the manager's --watch-namespaces, which
+//     the Deployment's template renders from the list; its RoleBinding per
+//     served namespace becomes one template that ranges over the list. Any
+//     other component that changes an object of the base is refused, since
+//     the chart could not express it.
 //   - A few fields become values (image, replicas, resources, placement,
 //     pod annotations, the operand namespace); their defaults in
 //     values.yaml are what config/ has, so the default values render
@@ -90,6 +95,29 @@ var components = []component{
 	{dir: "network-policy", value: ".Values.networkPolicy.enabled", setArgs: []string{"networkPolicy.enabled=true"}},
 	{dir: "prometheus", value: ".Values.prometheus.enabled", setArgs: []string{"prometheus.enabled=true"}},
 	{dir: "leader-fence", value: ".Values.leaderFence.enabled", setArgs: []string{"leaderFence.enabled=true"}},
+	{dir: "namespace-scope", value: ".Values.watchNamespaces", setArgs: []string{"watchNamespaces={team-a,team-b}"}},
+}
+
+// The namespace-scope component's parts that become templates of a list.
+const (
+	// servedBinding is the RoleBinding in each served namespace.
+	servedBinding = "myoperator-served-namespace"
+	// watchArg is the manager's flag that names them.
+	watchArg = "--watch-namespaces="
+)
+
+// withoutWatchArg returns a copy of a Deployment without the manager's
+// --watch-namespaces argument.
+func withoutWatchArg(o object) object {
+	var c object
+	b, _ := yaml.Marshal(o)
+	_ = yaml.Unmarshal(b, &c)
+	pod := c["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	for _, ctr := range containers(pod, "containers") {
+		args, _ := ctr["args"].([]any)
+		ctr["args"] = slices.DeleteFunc(args, func(a any) bool { s, _ := a.(string); return strings.HasPrefix(s, watchArg) })
+	}
+	return c
 }
 
 // haveComponents returns the optional parts the chart has for a config folder
@@ -205,6 +233,9 @@ type defaults struct {
 	podAnnotations          map[string]any
 	operandNamespace        string
 	comps                   []component
+	// scoped: the chart has the namespace-scope component, whose flag the
+	// Deployment's template renders from watchNamespaces.
+	scoped bool
 }
 
 // placementFields are the pod spec fields a value sets as a whole.
@@ -223,11 +254,16 @@ func build(configDir, base, version string) (*chart, error) {
 		return nil, fmt.Errorf("%s/operand-namespace: want one Namespace, got %d objects", configDir, len(nsObjs))
 	}
 	d := defaults{operandNamespace: nsObjs[0].name(), placement: map[string]any{}, comps: haveComponents(configDir)}
+	for _, c := range d.comps {
+		d.scoped = d.scoped || c.dir == "namespace-scope"
+	}
 
 	// Each object's forms: in the base, and under each component.
 	type form struct {
 		cond string // a template condition, "" for always
 		obj  object
+		// served: the object is rendered once per served namespace.
+		served bool
 	}
 	baseKeys := map[string]object{}
 	var order []string
@@ -245,17 +281,33 @@ func build(configDir, base, version string) (*chart, error) {
 			return nil, err
 		}
 		seen := map[string]bool{}
+		servedKey := ""
 		for _, o := range with {
 			k := o.key()
 			seen[k] = true
 			b, inBase := baseKeys[k]
 			switch {
+			case c.dir == "namespace-scope" && !inBase && o.kind() == "RoleBinding" && o.name() == servedBinding:
+				// One template for every served namespace: the first
+				// binding stands for all, which differ only in it.
+				if servedKey == "" {
+					servedKey = k
+					forms[k] = []form{{obj: o, served: true}}
+					order = append(order, k)
+				}
+			case c.dir == "namespace-scope" && inBase && o.kind() == "Deployment":
+				if !equal(b, withoutWatchArg(o)) {
+					return nil, fmt.Errorf("component %s changes %s beyond %s, which the chart cannot express", c.dir, k, watchArg)
+				}
 			case !inBase:
 				forms[k] = []form{{cond: c.value, obj: o}}
 				order = append(order, k)
 			case !equal(b, o):
-				if c.dir != "certmanager" {
-					return nil, fmt.Errorf("component %s changes %s, which the chart cannot express (only certmanager may change objects)", c.dir, k)
+				if c.dir != "certmanager" && c.dir != "namespace-scope" {
+					return nil, fmt.Errorf("component %s changes %s, which the chart cannot express (only certmanager and namespace-scope may change objects)", c.dir, k)
+				}
+				if len(forms[k]) > 1 {
+					return nil, fmt.Errorf("component %s changes %s, which another component changes too: the chart cannot express both", c.dir, k)
 				}
 				forms[k] = []form{{cond: c.value, obj: o}, {cond: "not (" + c.value + ")", obj: b}}
 			}
@@ -298,6 +350,13 @@ func build(configDir, base, version string) (*chart, error) {
 			body, err := d.template(f.obj)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			if f.served {
+				// Inside range, . is the namespace: the labels take the
+				// root context.
+				body = strings.ReplaceAll(body, `include "myoperator.labels" .`, `include "myoperator.labels" $`)
+				text.WriteString("{{- range .Values.watchNamespaces }}\n---\n" + body + "{{- end }}\n")
+				continue
 			}
 			switch {
 			case f.cond == "":
@@ -422,6 +481,8 @@ func (d *defaults) template(src object) (string, error) {
 		ann["helm.sh/resource-policy"] = "keep"
 	}
 	switch {
+	case o.kind() == "RoleBinding" && o.name() == servedBinding:
+		md["namespace"] = ph + "servedNamespace__"
 	case o.kind() == "Namespace" && o.name() == d.operandNamespace:
 		md["name"] = ph + "operandNamespace__"
 	case md["namespace"] == d.operandNamespace:
@@ -450,6 +511,10 @@ func (d *defaults) template(src object) (string, error) {
 				switch c["name"] {
 				case "manager":
 					c["resources"] = ph + "resources__"
+					if d.scoped && field == "containers" {
+						args, _ := c["args"].([]any)
+						c["args"] = append(args, ph+"watchNamespaces__")
+					}
 				case "bootstrap":
 					c["resources"] = ph + "bootstrapResources__"
 				}
@@ -479,7 +544,7 @@ func expand(s string) (string, error) {
 			continue
 		}
 		m := placeholderLine.FindStringSubmatch(line)
-		if m == nil || m[2] != "" {
+		if m == nil || (m[2] != "") != (m[4] == "watchNamespaces") {
 			return "", fmt.Errorf("placeholder in a line the generator cannot expand: %q", line)
 		}
 		ind, key, name := m[1], m[3], m[4]
@@ -492,6 +557,11 @@ func expand(s string) (string, error) {
 			b.WriteString(ind + "{{- with .Values.podAnnotations }}{{ toYaml . | nindent " + nind(n) + " }}{{ end }}\n")
 		case "operandNamespace":
 			b.WriteString(ind + key + ": {{ .Values.operandNamespace.name }}\n")
+		case "servedNamespace":
+			// Quoted: a name such as y or no is a boolean to YAML.
+			b.WriteString(ind + key + ": {{ . | quote }}\n")
+		case "watchNamespaces":
+			b.WriteString(ind + "{{- with .Values.watchNamespaces }}\n" + ind + "- " + watchArg + `{{ join "," . }}` + "\n" + ind + "{{- end }}\n")
 		case "replicas":
 			b.WriteString(ind + key + ": {{ .Values.replicaCount }}\n")
 		case "image":
@@ -570,6 +640,12 @@ func (d *defaults) valuesYAML() []byte {
 			b.WriteString("\n# ServiceMonitor, alerts and Grafana dashboard (config/prometheus: needs the\n# Prometheus Operator's CRDs).\nprometheus:\n  enabled: false\n")
 		case "leader-fence":
 			b.WriteString("\n# The admission fence of a replica that lost the Lease (config/leader-fence\n# says when to turn it on).\nleaderFence:\n  enabled: false\n")
+		case "namespace-scope":
+			b.WriteString("\n# The namespaces whose Drinks the operator serves, for example [team-a, team-b]\n" +
+				"# (config/namespace-scope, docs/install.md#namespace-scope); empty serves every\n" +
+				"# namespace. Set, the manager runs with --watch-namespaces and holds its Drink\n" +
+				"# and ConfigMap rights through a RoleBinding in each of them, which must exist.\n" +
+				"watchNamespaces: []\n")
 		}
 	}
 	return []byte(b.String())

@@ -58,6 +58,11 @@ func operandCacheOptions(mgr ctrl.Manager) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the pods of the operator's StatefulSets.
 			&corev1.Pod{}: {Label: managedBy},
+			// The Guestbooks' ConfigMaps, watched here rather than in the
+			// manager's cache: with --watch-namespaces that cache holds only
+			// the served namespaces, and the operand namespace need not be
+			// one of them.
+			&corev1.ConfigMap{}: {Label: managedBy, Transform: reconcile.TrimConfigMap},
 			// The Guestbook reconciler reads their managed fields to see
 			// which fields of its StatefulSets and Services another writer
 			// took over (a scale, a selector edit), so these few objects
@@ -172,6 +177,16 @@ type Options struct {
 	// MaxConcurrentReconciles per controller; 0 uses a default.
 	MaxConcurrentReconciles int
 
+	// WatchNamespaces, when not empty, are the only namespaces whose
+	// Drinks the operator serves (--watch-namespaces): the manager's cache
+	// lists and watches Drinks and their ConfigMaps there alone, so a
+	// Drink elsewhere is never reconciled, reported or given a ConfigMap.
+	// Empty serves every namespace. Guestbooks and the OperatorConfig are
+	// cluster-scoped and stay cluster-wide; so do the webhooks and the
+	// storage migration (docs/install.md#namespace-scope says why). Check
+	// it with ValidateWatchNamespaces.
+	WatchNamespaces []string
+
 	// inProcess holds what only tests set, through export_test.go: the
 	// binary runs one manager per process and never sets it.
 	inProcess inProcessOptions
@@ -219,6 +234,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
 	}
 	webhookServer := webhookdrain.New(crwebhook.NewServer(webhookOpts), o.WebhookDrainPeriod)
+	if err := ValidateWatchNamespaces(o.WatchNamespaces); err != nil {
+		return nil, err
+	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme.New(),
 		// The operator reads one Secret, its webhook certificate, in its own
@@ -250,6 +268,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+	mgrOpts.Cache.DefaultNamespaces = servedNamespaces(o.WatchNamespaces)
 	if o.LeaseDuration > 0 {
 		mgrOpts.LeaseDuration, mgrOpts.RenewDeadline, mgrOpts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
 	}

@@ -97,36 +97,44 @@ func TestRBACTable(t *testing.T) {
 	for _, tt := range table {
 		name := fmt.Sprintf("%s %s/%s ns=%q name=%q", tt.verb, tt.group, tt.resource, tt.ns, tt.name)
 		t.Run(name, func(t *testing.T) {
-			resource, sub, _ := strings.Cut(tt.resource, "/")
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   managerSA,
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: tt.verb, Group: tt.group, Resource: resource, Subresource: sub, Namespace: tt.ns, Name: tt.name,
-				},
-			}}
-			// The authorizer learns of the roles and bindings just created
-			// through its informers: a right that must exist may take a
-			// moment to appear (a make ci once asked too early). The
-			// refusals come after every right in the table has appeared.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				review := sar.DeepCopy()
-				if err := admin.Create(ctx, review); err != nil {
-					t.Fatal(err)
-				}
-				if review.Status.Allowed == tt.allowed {
-					return
-				}
-				if !tt.allowed || time.Now().After(deadline) {
-					t.Errorf("allowed=%v, want %v (%s)", review.Status.Allowed, tt.allowed, review.Status.Reason)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			checkAccess(ctx, t, admin, authorizationv1.ResourceAttributes{
+				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.ns, Name: tt.name,
+			}, tt.allowed)
 		})
 	}
 	t.Logf("%d questions asked", len(table))
+}
+
+// checkAccess asks the API server (SubjectAccessReview) whether the
+// manager's ServiceAccount may do what attrs say (a subresource after a
+// slash in Resource) and fails the test unless the answer is allowed.
+func checkAccess(ctx context.Context, t *testing.T, admin client.Client, attrs authorizationv1.ResourceAttributes, allowed bool) {
+	t.Helper()
+	attrs.Resource, attrs.Subresource, _ = strings.Cut(attrs.Resource, "/")
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               managerSA,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+		ResourceAttributes: &attrs,
+	}}
+	// The authorizer learns of the roles and bindings just created
+	// through its informers: a right that must exist may take a
+	// moment to appear (a make ci once asked too early). The
+	// refusals come after every right in the table has appeared.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		review := sar.DeepCopy()
+		if err := admin.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed == allowed {
+			return
+		}
+		if !allowed || time.Now().After(deadline) {
+			t.Errorf("%+v: allowed=%v, want %v (%s)", attrs, review.Status.Allowed, allowed, review.Status.Reason)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // installRBAC installs config/rbac as kustomize renders it; the namespaces
