@@ -35,6 +35,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/reliability"
 )
 
@@ -426,8 +427,19 @@ func runRaceCase(t *testing.T, tc raceCase, n int, seed, stream uint64) raceResu
 		}()
 	}
 	wg.Wait()
-	// Settled: nothing changes back a second later.
+	// Settled: nothing changes back a second later. The garbage collector
+	// gets its delay for each ConfigMap it found with a dead controller
+	// (one the operator wrote for a Drink deleted meanwhile): on a loaded
+	// machine the last of them may be found within that second.
 	time.Sleep(time.Second)
+	testenv.Eventually(t, tc.gcMax+10*time.Second, func() string {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		if len(gc.due) > 0 {
+			return fmt.Sprintf("%d ConfigMaps with a dead controller not collected yet", len(gc.due))
+		}
+		return ""
+	})
 	cancel()
 	<-gc.finished
 	whys, deadOwned := namespaceOracle(t, ns, n)

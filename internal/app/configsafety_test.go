@@ -128,6 +128,18 @@ func TestConfigOutageNeverDestroys(t *testing.T) {
 	}
 	uids := operandUIDs(t, c, "team-a", "gb")
 	setSpec(t, c, func(s *operatorv1alpha1.OperatorConfigSpec) { s.ManagementState = operatorv1alpha1.Unmanaged })
+	// The reconcilers act on a valid OperatorConfig before the record of
+	// it is written; the record is written before the OperatorConfig's
+	// status. Stopping the replicas between the two would leave the
+	// previous record (Managed) for the outage to keep, as a loaded
+	// machine once showed.
+	waitConfig(t, c, "the Unmanaged config recorded", func(oc *operatorv1alpha1.OperatorConfig) string {
+		if oc.Status.ObservedGeneration != oc.Generation || oc.Status.Effective == nil ||
+			oc.Status.Effective.ManagementState != operatorv1alpha1.Unmanaged {
+			return fmt.Sprintf("status at generation %d of %d, effective %+v", oc.Status.ObservedGeneration, oc.Generation, oc.Status.Effective)
+		}
+		return ""
+	})
 	waitGuestbook(t, c, "the Unmanaged config is in force", func(g *webappv1.Guestbook) string {
 		return wantCondition(g.Status.Conditions, "Ready", metav1.ConditionFalse, reconcile.ReasonUnmanaged)
 	})
