@@ -35,7 +35,8 @@ func buildPlugin(ctx context.Context, _ *envconf.Config) (context.Context, error
 
 // doctorAfterFeature runs kubectl myoperator doctor after each feature
 // that passed, until it reports nothing (exit 0) or doctorTimeout passes;
-// then the feature fails with the last report.
+// then the feature fails with the last report. It then prints kubectl
+// myoperator status, which must succeed.
 func doctorAfterFeature(ctx context.Context, cfg *envconf.Config, t *testing.T, f types.Feature) (context.Context, error) {
 	if t.Failed() || t.Skipped() {
 		return ctx, nil
@@ -55,5 +56,11 @@ func doctorAfterFeature(ctx context.Context, cfg *envconf.Config, t *testing.T, 
 		time.Sleep(time.Second)
 	}
 	fmt.Printf("e2e: kubectl myoperator doctor after %q: clean in %s: %s", f.Name(), time.Since(start).Round(time.Millisecond), out)
+	// The summary of the same cluster must be readable too.
+	if out, err = exec.CommandContext(ctx, "kubectl", "myoperator", "status", "--kubeconfig", cfg.KubeconfigFile()).CombinedOutput(); err != nil {
+		t.Errorf("kubectl myoperator status after %q: %v\n%s", f.Name(), err, out)
+		return ctx, nil
+	}
+	fmt.Printf("e2e: kubectl myoperator status after %q:%s", f.Name(), out)
 	return ctx, nil
 }

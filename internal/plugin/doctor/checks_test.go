@@ -271,32 +271,8 @@ func TestRunHealthy(t *testing.T) {
 	}
 }
 
-func TestInstallArgs(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		ns   string
-		in   bool
-	}{
-		{nil, "a", true},
-		{[]string{"--leader-elect", "--watch-namespaces=a,b"}, "b", true},
-		{[]string{"--watch-namespaces=a,b"}, "c", false},
-		{[]string{"--watch-namespaces", "a"}, "c", false},
-		{[]string{"-watch-namespaces=a"}, "a", true},
-	} {
-		in := plugin.Install{WatchNamespaces: nil}
-		in.WatchNamespaces = splitForTest(plugin.FlagValue(tc.args, "watch-namespaces"))
-		if got := in.InScope(tc.ns); got != tc.in {
-			t.Errorf("%v: InScope(%s) = %v, want %v", tc.args, tc.ns, got, tc.in)
-		}
-	}
-	if !leaderElect([]string{"--leader-elect"}) || leaderElect([]string{"--leader-elect", "--leader-elect=false"}) {
+func TestLeaderElectArgs(t *testing.T) {
+	if !leaderElect([]string{"--leader-elect"}) || leaderElect([]string{"--leader-elect", "--leader-elect=false"}) || leaderElect(nil) {
 		t.Error("leaderElect misreads --leader-elect")
 	}
-}
-
-func splitForTest(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
 }

@@ -41,7 +41,11 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 	}
 	fmt.Fprintln(tw, "  POD\tPHASE\tREADY\tNODE\t")
 	for _, p := range s.Pods {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", p.Name, p.Status.Phase, podReady(&p), or(p.Spec.NodeName))
+		phase := string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			phase = "Terminating"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", p.Name, or(phase), podReady(&p), or(p.Spec.NodeName))
 	}
 	leader := "none (no Lease)"
 	if s.Lease != nil && s.Lease.Spec.HolderIdentity != nil {
