@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,10 @@ func doctorAfterFeature(ctx context.Context, cfg *envconf.Config, t *testing.T, 
 		t.Errorf("kubectl myoperator status after %q: %v\n%s", f.Name(), err, out)
 		return ctx, nil
 	}
-	fmt.Printf("e2e: kubectl myoperator status after %q:%s", f.Name(), out)
+	lines := strings.SplitAfter(string(out), "\n")
+	if len(lines) > 40 { // a feature may leave a hundred Drinks
+		lines = append(lines[:40], fmt.Sprintf("  ... %d more lines\n", len(lines)-40))
+	}
+	fmt.Printf("e2e: kubectl myoperator status after %q:%s", f.Name(), strings.Join(lines, ""))
 	return ctx, nil
 }

@@ -94,7 +94,9 @@ type Install struct {
 	// means every namespace.
 	WatchNamespaces []string
 	// CertSecret is --webhook-cert-secret's Secret, which holds the
-	// webhook CA (ca.crt) and serving certificate (tls.crt).
+	// webhook CA (ca.crt) and serving certificate (tls.crt); "" when the
+	// certificates come as files from whoever installed the operator
+	// (OLM), who also keeps the caBundles.
 	CertSecret string
 	// Deployment is the manager's Deployment; nil when not found.
 	Deployment *appsv1.Deployment
@@ -118,7 +120,7 @@ func ReadInstall(ctx context.Context, r client.Reader, namespace string) (Instal
 		}
 	}
 	in.WatchNamespaces = splitList(FlagValue(in.Args, "watch-namespaces"))
-	if s, ok := flagValue(in.Args, "webhook-cert-secret"); ok && s != "" {
+	if s, ok := flagValue(in.Args, "webhook-cert-secret"); ok {
 		in.CertSecret = s
 	}
 	return in, nil

@@ -84,3 +84,14 @@ func TestFlagValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCertSecretArg: --webhook-cert-secret="" (OLM's certificates from
+// files) is told from no flag at all (the default Secret).
+func TestCertSecretArg(t *testing.T) {
+	if v, ok := flagValue([]string{"--manage-webhook-certs=false", `--webhook-cert-secret=`}, "webhook-cert-secret"); !ok || v != "" {
+		t.Errorf("empty --webhook-cert-secret read as %q, %v", v, ok)
+	}
+	if _, ok := flagValue([]string{"--leader-elect"}, "webhook-cert-secret"); ok {
+		t.Error("no --webhook-cert-secret read as set")
+	}
+}

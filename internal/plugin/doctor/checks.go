@@ -267,7 +267,9 @@ func WebhookCA(s *State) []Finding {
 	if s.Validating == nil {
 		out = append(out, Finding{Object: "validatingwebhookconfiguration/" + app.ValidatingWebhookConfig, Problem: "is missing", Fix: "reinstall the operator (kubectl apply --server-side -f install.yaml)"})
 	}
-	if len(hooks) == 0 {
+	if len(hooks) == 0 || s.Install.CertSecret == "" {
+		// No Secret of the manager's (--webhook-cert-secret=""): OLM
+		// mounts the certificates and keeps the caBundles itself.
 		return out
 	}
 	secret := "secret/" + ns + "/" + s.Install.CertSecret

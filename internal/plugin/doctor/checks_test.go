@@ -197,6 +197,10 @@ func TestChecks(t *testing.T) {
 		{"webhook-ca: bundle holds old and current", WebhookCA, func(s *State) {
 			s.Validating.Webhooks[0].ClientConfig.CABundle = append(caPEM(t, "old"), s.CertSecret.Data["ca.crt"]...)
 		}, ""},
+		{"webhook-ca: certificates from files (OLM), no Secret", WebhookCA, func(s *State) {
+			s.Install.CertSecret, s.CertSecret = "", nil
+			s.Validating.Webhooks[0].ClientConfig.CABundle = caPEM(t, "olm")
+		}, ""},
 		{"webhook-ca: no Secret", WebhookCA, func(s *State) { s.CertSecret = nil }, "secret/myoperator-system/myoperator-webhook-server-cert is missing"},
 		{"webhook-ca: configuration deleted", WebhookCA, func(s *State) { s.Mutating = nil }, "mutatingwebhookconfiguration/myoperator-mutating-webhook-configuration is missing"},
 

@@ -106,11 +106,13 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 	} else if found {
 		s.Lease = lease
 	}
-	secret := &corev1.Secret{}
-	if found, err = get(client.ObjectKey{Namespace: operatorNS, Name: s.Install.CertSecret}, secret); err != nil {
-		return nil, err
-	} else if found {
-		s.CertSecret = secret
+	if s.Install.CertSecret != "" {
+		secret := &corev1.Secret{}
+		if found, err = get(client.ObjectKey{Namespace: operatorNS, Name: s.Install.CertSecret}, secret); err != nil {
+			return nil, err
+		} else if found {
+			s.CertSecret = secret
+		}
 	}
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if found, err = get(client.ObjectKey{Name: app.MutatingWebhookConfig}, mwc); err != nil {
