@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			for _, c := range doctor.Checks {
 				fmt.Fprintf(fs.Output(), "  %-20s %s\n", c.Name, c.Invariant)
 			}
-			fmt.Fprintf(fs.Output(), "Not findings: Drinks being deleted, paused (%s: \"true\"), or outside the\nmanager's --watch-namespaces.\n\nUsage: kubectl myoperator doctor [flags]\n\n", doctor.PausedAnnotation)
+			fmt.Fprintf(fs.Output(), "Not findings: Drinks being deleted, paused (%s: \"true\"), outside the\nmanager's --watch-namespaces, or while the operator is Unmanaged.\n\nUsage: kubectl myoperator doctor [flags]\n\n", doctor.PausedAnnotation)
 			fs.PrintDefaults()
 		}
 		c, err := connect("Check only the Drinks and ConfigMaps of this namespace (default: every namespace); the installation is checked always.")

@@ -75,9 +75,13 @@ func restart(s *State) string {
 
 // Exempt says why the operator is not expected to keep a Drink's
 // ConfigMap ("" when it is): the Drink is being deleted, paused, or in a
-// namespace the manager does not watch.
+// namespace the manager does not watch, or the operator is told to leave
+// every operand alone (managementState Unmanaged).
 func (s *State) Exempt(d *drinksv1.Drink) string {
 	switch {
+	case s.OperatorConfig != nil && s.OperatorConfig.Status.Effective != nil &&
+		s.OperatorConfig.Status.Effective.ManagementState == operatorv1alpha1.Unmanaged:
+		return "the operator is Unmanaged (OperatorConfig cluster)"
 	case d.DeletionTimestamp != nil:
 		return "being deleted"
 	case d.Annotations[PausedAnnotation] == "true":

@@ -164,6 +164,10 @@ func TestChecks(t *testing.T) {
 			s.Install.WatchNamespaces = []string{"other", "cafe"}
 			s.ConfigMaps = s.ConfigMaps[1:]
 		}, "its ConfigMap cafe/alpha is missing"},
+		{"drink-configmap: operator Unmanaged", DrinkConfigMaps, func(s *State) {
+			s.OperatorConfig.Status.Effective.ManagementState = operatorv1alpha1.Unmanaged
+			s.ConfigMaps = s.ConfigMaps[1:]
+		}, ""},
 		{"drink-configmap: being deleted", DrinkConfigMaps, func(s *State) {
 			s.Drinks[0].DeletionTimestamp = &metav1.Time{}
 			s.ConfigMaps = s.ConfigMaps[1:]
