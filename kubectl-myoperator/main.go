@@ -119,7 +119,8 @@ func runConvert(fs *pflag.FlagSet, args []string, stdin io.Reader, stdout io.Wri
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Converts Drink manifests between versions offline, with the operator's own
 conversion code, as the API server converts them: through the v1 hub.
-Writes YAML, one document per Drink, in the order read.
+Writes YAML, one document per Drink, in the order read; a List (kubectl get
+-o yaml) stays a List of converted items.
 
 Lossless: what the target version cannot hold (v1alpha1 has no size,
 sugarCubes or extras; v1beta1 no extras; neither has the course's fields

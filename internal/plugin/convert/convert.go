@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,13 +26,29 @@ import (
 // Versions are the versions convert writes: every served Drink version.
 func Versions() []string { return drinksversions.Drinks.Served() }
 
-// Document converts one Drink manifest (YAML or JSON) to the version to
-// and returns it as YAML. Unknown fields are refused, naming the field:
+// Document converts one Drink manifest (YAML or JSON), or a v1 List of
+// them (kubectl get -o yaml), to the version to and returns it as YAML. Unknown fields are refused, naming the field:
 // conversion would otherwise drop them.
 func Document(doc []byte, to string) ([]byte, error) {
 	if !slices.Contains(Versions(), to) {
 		return nil, fmt.Errorf("--to %q: must be one of %s", to, drinksversions.List(Versions()))
 	}
+	var head metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return nil, err
+	}
+	if head.APIVersion == "v1" && head.Kind == "List" {
+		return list(doc, to)
+	}
+	out, err := convert(doc, to)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(out)
+}
+
+// convert converts one Drink to version to, as a map.
+func convert(doc []byte, to string) (map[string]any, error) {
 	hub, err := toHub(doc)
 	if err != nil {
 		return nil, err
@@ -40,7 +57,34 @@ func Document(doc []byte, to string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshal(out)
+	return toMap(out)
+}
+
+// list converts every item of a v1 List (what kubectl get -o yaml
+// prints) and keeps the List around them.
+func list(doc []byte, to string) ([]byte, error) {
+	var l struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]any    `json:"metadata,omitempty"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict(doc, &l); err != nil {
+		return nil, err
+	}
+	items := make([]any, 0, len(l.Items))
+	for i, item := range l.Items {
+		out, err := convert(item, to)
+		if err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+		items = append(items, out)
+	}
+	out := map[string]any{"apiVersion": l.APIVersion, "kind": l.Kind, "items": items}
+	if l.Metadata != nil {
+		out["metadata"] = l.Metadata
+	}
+	return yaml.Marshal(out)
 }
 
 // toHub decodes a Drink in any version and converts it to v1.
@@ -105,10 +149,10 @@ func fromHub(hub *drinksv1.Drink, to string) (runtime.Object, error) {
 	return out, nil
 }
 
-// marshal writes obj as YAML without the fields a typed object always
+// toMap returns obj as a map without the fields a typed object always
 // has but a manifest leaves out (creationTimestamp: null, an empty
 // status), and with its spec even when empty.
-func marshal(obj runtime.Object) ([]byte, error) {
+func toMap(obj runtime.Object) (map[string]any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
@@ -123,7 +167,7 @@ func marshal(obj runtime.Object) ([]byte, error) {
 	if s, ok := u.Object["status"].(map[string]any); ok && len(s) == 0 {
 		delete(u.Object, "status")
 	}
-	return yaml.Marshal(u.Object)
+	return u.Object, nil
 }
 
 // Stream converts every document of r to version to and writes them to w

@@ -139,6 +139,37 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// TestList: a List, as kubectl get -o yaml prints it, converts item by
+// item and stays a List; an item that is not a Drink is named.
+func TestList(t *testing.T) {
+	l := "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n"
+	for _, name := range []string{"course form", "every field"} {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(drinks[name]), &m); err != nil {
+			t.Fatal(err)
+		}
+		item, err := yaml.Marshal([]any{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l += string(item)
+	}
+	out := string(mustConvert(t, []byte(l), "v1alpha1"))
+	for _, want := range []string{"kind: List", "- apiVersion: example.com/v1alpha1", "name: course", "name: full", "example.com/conversion-data"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("converted List lacks %q:\n%s", want, out)
+		}
+	}
+	back := mustConvert(t, []byte(out), "v1")
+	if !strings.Contains(string(back), "- oat milk") || strings.Contains(string(back), "conversion-data") {
+		t.Errorf("the List back in v1 lost extras or kept the annotation:\n%s", back)
+	}
+	_, err := Document([]byte(l+"- {apiVersion: v1, kind: Secret}\n"), "v1")
+	if err == nil || !strings.Contains(err.Error(), `items[2]: kind "Secret"`) {
+		t.Errorf("error %v, want one naming items[2]", err)
+	}
+}
+
 func mustConvert(t *testing.T, doc []byte, to string) []byte {
 	t.Helper()
 	out, err := Document(doc, to)
