@@ -92,10 +92,11 @@ func (s *State) Exempt(d *drinksv1.Drink) string {
 	return ""
 }
 
-// DrinkConfigMaps finds where this fails: every Drink the operator keeps has exactly one
-// ConfigMap it controls, named as the Drink, labelled as the operator's,
-// and in the layout of the version the Drink was authored in (the course's
-// layout for a Drink in the course's form), each key holding its value.
+// DrinkConfigMaps finds where this fails: every Drink the operator keeps
+// has exactly one ConfigMap it controls, named as the Drink, labelled as
+// the operator's, and in the layout of the version the Drink was authored
+// in (the course's layout for a Drink in the course's form), each key
+// holding its value.
 func DrinkConfigMaps(s *State) []Finding {
 	var out []Finding
 	for i := range s.Drinks {
@@ -172,8 +173,9 @@ func controller(obj metav1.Object) types.UID {
 	return ""
 }
 
-// OrphanedConfigMaps finds where this fails: a ConfigMap the operator labelled for a Drink goes
-// with it (the garbage collector deletes it after its owner).
+// OrphanedConfigMaps finds where this fails: a ConfigMap the operator
+// labelled for a Drink goes with it (the garbage collector deletes it
+// after its owner).
 func OrphanedConfigMaps(s *State) []Finding {
 	uids := map[types.UID]bool{}
 	for _, d := range s.Drinks {
@@ -203,7 +205,8 @@ func OrphanedConfigMaps(s *State) []Finding {
 	return out
 }
 
-// LeaseHolder finds where this fails: the Lease's holder (<pod>_<uuid>) is a running manager pod.
+// LeaseHolder finds where this fails: the Lease's holder (<pod>_<uuid>) is
+// a running manager pod.
 func LeaseHolder(s *State) []Finding {
 	ns := s.Install.Namespace
 	obj := "lease/" + ns + "/" + app.LeaderElectionID
@@ -259,8 +262,9 @@ func podState(p *corev1.Pod) string {
 	return strings.ToLower(string(p.Status.Phase))
 }
 
-// WebhookCA finds where this fails: every webhook's caBundle holds the CA of the certificate
-// Secret (ca.crt), the one that signed the certificate the webhooks serve.
+// WebhookCA finds where this fails: every webhook's caBundle holds the CA
+// of the certificate Secret (ca.crt), the one that signed the certificate
+// the webhooks serve.
 func WebhookCA(s *State) []Finding {
 	ns := s.Install.Namespace
 	hooks := s.Webhooks()
@@ -315,9 +319,9 @@ func certificates(data []byte) ([]*x509.Certificate, error) {
 	}
 }
 
-// WebhookEndpoints finds where this fails: the Service each webhook calls has a ready endpoint,
-// else the API server has nowhere to send the call. A webhook called by
-// URL (make run, tests) has no Service to check.
+// WebhookEndpoints finds where this fails: the Service each webhook calls
+// has a ready endpoint, else the API server has nowhere to send the call.
+// A webhook called by URL (make run, tests) has no Service to check.
 func WebhookEndpoints(s *State) []Finding {
 	var out []Finding
 	users := map[string][]string{}
@@ -354,8 +358,9 @@ func hasReadyEndpoint(s *State, key string) bool {
 	return false
 }
 
-// StoredVersions finds where this fails: a CRD's status.storedVersions is its storage version
-// alone, so that an older version can be dropped from it.
+// StoredVersions finds where this fails: a CRD's status.storedVersions is
+// its storage version alone, so that an older version can be dropped from
+// it.
 func StoredVersions(s *State) []Finding {
 	var out []Finding
 	for _, name := range CRDs {
@@ -384,9 +389,10 @@ func StoredVersions(s *State) []Finding {
 	return out
 }
 
-// AcceptedConfig finds where this fails: the record of the last accepted configuration (the
-// ConfigMap myoperator-accepted-config) says what the OperatorConfig's
-// status.effective says: the operator runs with what it reports.
+// AcceptedConfig finds where this fails: the record of the last accepted
+// configuration (the ConfigMap myoperator-accepted-config) says what the
+// OperatorConfig's status.effective says: the operator runs with what it
+// reports.
 func AcceptedConfig(s *State) []Finding {
 	ns := s.Install.Namespace
 	oc := "operatorconfig/" + operatorv1alpha1.SingletonName

@@ -224,8 +224,8 @@ func TestChecks(t *testing.T) {
 		{"stored-versions: healthy", StoredVersions, func(*State) {}, ""},
 		{"stored-versions: Drinks not trimmed", StoredVersions, func(s *State) { s.CRDs[app.DrinkCRD].Status.StoredVersions = []string{"v0", "v1"} },
 			"crd/drinks.example.com status.storedVersions is [v0 v1], want [v1]"},
-		{"stored-versions: another CRD", StoredVersions, func(s *State) { s.CRDs[CRDs[1]].Status.StoredVersions = []string{"v0"} }, "kubectl patch crd guestbooks.webapp.my.domain"},
-		{"stored-versions: CRD missing", StoredVersions, func(s *State) { delete(s.CRDs, CRDs[2]) }, "crd/operatorconfigs.operator.example.com is missing"},
+		{"stored-versions: another CRD", StoredVersions, func(s *State) { s.CRDs[GuestbookCRD].Status.StoredVersions = []string{"v0"} }, "kubectl patch crd guestbooks.webapp.my.domain"},
+		{"stored-versions: CRD missing", StoredVersions, func(s *State) { delete(s.CRDs, OperatorConfigCRD) }, "crd/operatorconfigs.operator.example.com is missing"},
 
 		{"accepted-config: healthy", AcceptedConfig, func(*State) {}, ""},
 		{"accepted-config: sources differ only", AcceptedConfig, func(s *State) {

@@ -31,12 +31,14 @@ import (
 // alone: its ConfigMap is then whatever it was, which is not a finding.
 const PausedAnnotation = "example.com/paused"
 
+// The operator's CustomResourceDefinitions besides app.DrinkCRD.
+var (
+	GuestbookCRD      = "guestbooks." + webappv1.GroupVersion.Group
+	OperatorConfigCRD = "operatorconfigs." + operatorv1alpha1.GroupVersion.Group
+)
+
 // CRDs are the operator's CustomResourceDefinitions.
-var CRDs = []string{
-	app.DrinkCRD,
-	"guestbooks." + webappv1.GroupVersion.Group,
-	"operatorconfigs." + operatorv1alpha1.GroupVersion.Group,
-}
+var CRDs = []string{app.DrinkCRD, GuestbookCRD, OperatorConfigCRD}
 
 // State is what the checks look at, read once from the cluster.
 type State struct {
@@ -191,7 +193,7 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 			s.ConfigMaps = append(s.ConfigMaps, *cm)
 		}
 	}
-	if _, ok := s.CRDs[CRDs[2]]; ok {
+	if _, ok := s.CRDs[OperatorConfigCRD]; ok {
 		oc := &operatorv1alpha1.OperatorConfig{}
 		if found, err = get(client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
 			return nil, err

@@ -19,6 +19,7 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/internal/plugin/doctor"
 	"github.com/example/myoperator/reconcile"
 )
@@ -37,7 +38,7 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 
 	section("The operator (namespace " + operatorNS + ")")
 	if !s.Install.Found {
-		fmt.Fprintf(tw, "  no Deployment %s\n", "myoperator-controller-manager")
+		fmt.Fprintf(tw, "  no Deployment %s\n", plugin.Deployment)
 	}
 	fmt.Fprintln(tw, "  POD\tPHASE\tREADY\tNODE\t")
 	for _, p := range s.Pods {
@@ -89,7 +90,7 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 
 	section("Guestbooks")
 	gbs := &webappv1.GuestbookList{}
-	if _, ok := s.CRDs[doctor.CRDs[1]]; ok {
+	if _, ok := s.CRDs[doctor.GuestbookCRD]; ok {
 		if err := c.List(ctx, gbs); err != nil {
 			return fmt.Errorf("listing Guestbooks: %w", err)
 		}
