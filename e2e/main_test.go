@@ -78,7 +78,9 @@ var (
 // the operator's and the Guestbook's pods. With an existing cluster (--kubeconfig or
 // E2E_KUBECONFIG) it creates and deletes nothing: it installs the operator
 // with make deploy, or with E2E_SKIP_INSTALL=1 checks that it is there and
-// ready. On a failure the logs it can reach are collected. It ends with a
+// ready. After each feature that passed, kubectl myoperator doctor
+// (built once in the setup) must report nothing within a minute
+// (plugin_test.go). On a failure the logs it can reach are collected. It ends with a
 // summary of what ran and what was skipped, and why.
 func TestMain(m *testing.M) {
 	start := time.Now()
@@ -115,6 +117,7 @@ func TestMain(m *testing.M) {
 			images = []env.Func{step("release files (dist/) pushed to a registry on loopback, which containerd pulls from", publishRelease)}
 		}
 		suite.Setup(append(append([]env.Func{
+			step("kubectl plugin (go build ./kubectl-myoperator, on PATH for kubectl myoperator doctor after each feature)", buildPlugin),
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
 			step("cluster with a real node (hack/node/node.sh up: containerd, kubelet, kube-proxy)", startNode),
 			step("clients", makeClients)},
@@ -130,6 +133,7 @@ func TestMain(m *testing.M) {
 			image = step("release files (dist/) pushed to a registry on loopback (bin/registry push, as make release-push)", publishRelease)
 		}
 		suite.Setup(
+			step("kubectl plugin (go build ./kubectl-myoperator, on PATH for kubectl myoperator doctor after each feature)", buildPlugin),
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
 			step("kwok cluster (aggregator routing; operator pods made Ready by the pod runner's probe)", createCluster(bin)),
 			step("clients", makeClients),
@@ -140,7 +144,7 @@ func TestMain(m *testing.M) {
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
 		)
 	default:
-		setup := []env.Func{step("existing cluster: clients, API server ready", existingCluster)}
+		setup := []env.Func{step("kubectl plugin (go build ./kubectl-myoperator, on PATH for kubectl myoperator doctor after each feature)", buildPlugin), step("existing cluster: clients, API server ready", existingCluster)}
 		if mode.fakeNodes > 0 {
 			setup = append(setup, step(fmt.Sprintf("fake nodes (E2E_FAKE_NODES=%d)", mode.fakeNodes), addNodes(mode.fakeNodes)))
 		}
@@ -153,7 +157,7 @@ func TestMain(m *testing.M) {
 		}
 		suite.Setup(setup...)
 	}
-	suite.AfterEachFeature(func(ctx context.Context, _ *envconf.Config, t *testing.T, f types.Feature) (context.Context, error) {
+	suite.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f types.Feature) (context.Context, error) {
 		results.Lock()
 		if results.ran == nil {
 			results.ran = map[string]bool{}
@@ -163,7 +167,7 @@ func TestMain(m *testing.M) {
 		if t.Failed() {
 			failed.Store(true)
 		}
-		return ctx, nil
+		return doctorAfterFeature(ctx, cfg, t, f)
 	})
 	finish := []env.Func{
 		step("collect logs on failure", collectLogs),

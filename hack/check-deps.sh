@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Keeps what ships apart from what tests and tools: the three shipped binaries
+# Keeps what ships apart from what tests and tools: the four shipped binaries
 # (the manager from main.go, bootstrap from initcontainer/, the Guestbook's
-# server from guestbookserver/) may link only the product's own packages, and
+# server from guestbookserver/, the kubectl plugin from kubectl-myoperator/) may link only the product's own packages, and
 # no product package may import a test or tooling package (test/, e2e/,
 # hack/) or test support (testing, net/http/httptest, envtest, fake clients). make verify runs it; CONTRIBUTING.md describes the layout.
 set -euo pipefail
@@ -9,10 +9,10 @@ cd "$(dirname "$0")/.."
 
 module=$(go list -m)
 # The product's folders: what the binaries are built from.
-product_re="^${module}(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver)(/.*)?)?\$"
+product_re="^${module}(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|kubectl-myoperator)(/.*)?)?\$"
 
 status=0
-for bin in . ./initcontainer ./guestbookserver; do
+for bin in . ./initcontainer ./guestbookserver ./kubectl-myoperator; do
   bad=$(go list -deps "$bin" | grep "^${module}\(/\|\$\)" | grep -Ev "$product_re" || true)
   if [[ -n $bad ]]; then
     echo "check-deps: the binary built from $bin links packages outside the product's folders:"
@@ -36,7 +36,7 @@ while read -r pkg imports; do
         ;;
     esac
   done
-done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' . ./apis/... ./internal/... ./reconcile/... ./bootstrap/... ./initcontainer/... ./guestbookserver/...)
+done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' . ./apis/... ./internal/... ./reconcile/... ./bootstrap/... ./initcontainer/... ./guestbookserver/... ./kubectl-myoperator/...)
 
 if [[ $status -ne 0 ]]; then
   echo "check-deps: move the code the product needs into the product's folders, or keep test code in test/"

@@ -14,6 +14,8 @@
 #                                       bootstrap), linux/amd64 and arm64,
 #                                       as an OCI image index
 #   myoperator-guestbook_T.oci.tar      the Guestbook server's image, same
+#   kubectl-myoperator_linux_<arch>     the kubectl plugin (docs/plugin.md),
+#                                       static, one per platform
 #   sbom/<binary>_linux_<arch>.cdx.json a CycloneDX SBOM of each binary
 #   images.txt                every image reference the manifests use
 #   SHA256SUMS                the checksum of every file above
@@ -77,11 +79,13 @@ else
 fi
 
 for arch in $arches; do
-  for b in manager bootstrap guestbook-server; do
+  for b in manager bootstrap guestbook-server kubectl-myoperator; do
     "$CYCLONEDX" bin -json -version "$version" -output "$dist/sbom/${b}_linux_$arch.cdx.json" "bin/linux_$arch/$b" 2>/dev/null
   done
+  cp "bin/linux_$arch/kubectl-myoperator" "$dist/kubectl-myoperator_linux_$arch"
 done
 say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
+say "kubectl plugin: $(cd "$dist" && ls kubectl-myoperator_* | tr '\n' ' ')"
 
 # The manifests: config/default (and its cert-manager form) with the
 # manager's image and the Guestbook default (GUESTBOOK_IMAGE) of this release.

@@ -2,6 +2,8 @@
 # Checks a release's files end to end (make test-dist): make dist with
 # images for the newest recorded release, then
 # - every file of dist/ holds its SHA256SUMS line;
+# - the kubectl plugin is there for every platform, an ELF binary of that
+#   architecture, and the host's prints the release's version;
 # - install.yaml names the manager's image by the digest of its archive,
 #   and the manager's GUESTBOOK_IMAGE (the default guestbook.image) is the
 #   Guestbook image's archive by digest, which the manager binary carries
@@ -27,6 +29,22 @@ make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/t
   { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
 say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
+# elf_machine FILE: the ELF e_machine of FILE (bytes 18-19, little endian).
+elf_machine() {
+  case $(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n') in
+    3e00) echo amd64 ;;
+    b700) echo arm64 ;;
+    *) echo "unknown($(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n'))" ;;
+  esac
+}
+for p in $PLATFORMS; do
+  plugin=kubectl-myoperator_linux_${p#*/}
+  grep -q " $plugin\$" dist/SHA256SUMS || fail "SHA256SUMS does not list $plugin"
+  [ "$(elf_machine "dist/$plugin")" = "${p#*/}" ] || fail "dist/$plugin is $(elf_machine "dist/$plugin"), not ${p#*/}"
+done
+"dist/kubectl-myoperator_linux_$(go env GOARCH)" version | grep -q "^myoperator $version " ||
+  fail "dist/kubectl-myoperator_linux_$(go env GOARCH) version: $("dist/kubectl-myoperator_linux_$(go env GOARCH)" version)"
+say "kubectl plugin: kubectl-myoperator_linux_{$(for p in $PLATFORMS; do printf '%s ' "${p#*/}"; done | sed 's/ $//; s/ /,/g')} in SHA256SUMS, each its platform's ELF binary, version $version"
 # For make test-e2e-install-ways, before the push below rewrites dist/.
 hack/dist-snapshot.sh save "$version"
 

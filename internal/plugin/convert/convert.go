@@ -1,0 +1,216 @@
+package convert
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/myoperator/apis/drinks/conversion"
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+)
+
+// Versions are the versions convert writes: every served Drink version.
+func Versions() []string { return drinksversions.Drinks.Served() }
+
+// Document converts one Drink manifest (YAML or JSON), or a v1 List of
+// them (kubectl get -o yaml), to the version to and returns it as YAML. Unknown fields are refused, naming the field:
+// conversion would otherwise drop them.
+func Document(doc []byte, to string) ([]byte, error) {
+	if !slices.Contains(Versions(), to) {
+		return nil, fmt.Errorf("--to %q: must be one of %s", to, drinksversions.List(Versions()))
+	}
+	var head metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return nil, err
+	}
+	if head.APIVersion == "v1" && head.Kind == "List" {
+		return list(doc, to)
+	}
+	out, err := convert(doc, to)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(out)
+}
+
+// convert converts one Drink to version to, as a map.
+func convert(doc []byte, to string) (map[string]any, error) {
+	hub, err := toHub(doc)
+	if err != nil {
+		return nil, err
+	}
+	out, err := fromHub(hub, to)
+	if err != nil {
+		return nil, err
+	}
+	return toMap(out)
+}
+
+// list converts every item of a v1 List (what kubectl get -o yaml
+// prints) and keeps the List around them.
+func list(doc []byte, to string) ([]byte, error) {
+	var l struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]any    `json:"metadata,omitempty"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict(doc, &l); err != nil {
+		return nil, err
+	}
+	items := make([]any, 0, len(l.Items))
+	for i, item := range l.Items {
+		out, err := convert(item, to)
+		if err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+		items = append(items, out)
+	}
+	out := map[string]any{"apiVersion": l.APIVersion, "kind": l.Kind, "items": items}
+	if l.Metadata != nil {
+		out["metadata"] = l.Metadata
+	}
+	return yaml.Marshal(out)
+}
+
+// toHub decodes a Drink in any version and converts it to v1.
+func toHub(doc []byte) (*drinksv1.Drink, error) {
+	var head metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return nil, err
+	}
+	gv := drinksv1.GroupVersion
+	if head.Kind != "Drink" {
+		return nil, fmt.Errorf("kind %q: only Drinks (%s) convert", head.Kind, gv.Group)
+	}
+	ctx := context.Background()
+	switch head.APIVersion {
+	case gv.Group + "/v1":
+		d := &drinksv1.Drink{}
+		return d, strict(doc, d)
+	case gv.Group + "/v1beta1":
+		src, d := &drinksv1beta1.Drink{}, &drinksv1.Drink{}
+		if err := strict(doc, src); err != nil {
+			return nil, err
+		}
+		return d, conversion.V1beta1ToV1(ctx, src, d)
+	case gv.Group + "/v1alpha1":
+		src, d := &drinksv1alpha1.Drink{}, &drinksv1.Drink{}
+		if err := strict(doc, src); err != nil {
+			return nil, err
+		}
+		return d, conversion.V1alpha1ToV1(ctx, src, d)
+	}
+	return nil, fmt.Errorf("apiVersion %q: a Drink's is %s/ followed by one of %s", head.APIVersion, gv.Group, drinksversions.List(Versions()))
+}
+
+func strict(doc []byte, obj any) error {
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return fmt.Errorf("%w (convert keeps every field, so it refuses one the version does not have)", err)
+	}
+	return nil
+}
+
+// fromHub converts the hub to version to.
+func fromHub(hub *drinksv1.Drink, to string) (runtime.Object, error) {
+	ctx := context.Background()
+	var out runtime.Object
+	var err error
+	switch to {
+	case "v1":
+		out = hub
+	case "v1beta1":
+		d := &drinksv1beta1.Drink{}
+		err, out = conversion.V1ToV1beta1(ctx, hub, d), d
+	case "v1alpha1":
+		d := &drinksv1alpha1.Drink{}
+		err, out = conversion.V1ToV1alpha1(ctx, hub, d), d
+	default:
+		return nil, fmt.Errorf("--to %q: no conversion to it", to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink").GroupKind().WithVersion(to))
+	return out, nil
+}
+
+// toMap returns obj as a map without the fields a typed object always
+// has but a manifest leaves out (creationTimestamp: null, an empty
+// status), and with its spec even when empty.
+func toMap(obj runtime.Object) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if ts, ok := u.Object["metadata"].(map[string]any); ok && ts["creationTimestamp"] == nil {
+		delete(ts, "creationTimestamp")
+	}
+	if _, ok := u.Object["spec"]; !ok {
+		u.Object["spec"] = map[string]any{} // an empty spec is still written
+	}
+	if s, ok := u.Object["status"].(map[string]any); ok && len(s) == 0 {
+		delete(u.Object, "status")
+	}
+	return u.Object, nil
+}
+
+// Stream converts every document of r to version to and writes them to w
+// as one multi-document YAML stream. name says where r comes from, for
+// errors. Empty documents are skipped.
+func Stream(w io.Writer, r io.Reader, name, to string, first *bool) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for n := 1; ; n++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: reading document %d: %w", name, n, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		out, err := Document(doc, to)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, n, err)
+		}
+		if !*first {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		*first = false
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+}
+
+// stripComments drops comment lines, so that a document of comments alone
+// counts as empty.
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(doc) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '#' {
+			continue
+		}
+		out = append(out, line...)
+	}
+	return out
+}

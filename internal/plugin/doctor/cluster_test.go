@@ -1,0 +1,331 @@
+package doctor_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/plugin"
+	"github.com/example/myoperator/internal/plugin/doctor"
+	"github.com/example/myoperator/internal/plugin/status"
+	"github.com/example/myoperator/test/framework/testenv"
+)
+
+const (
+	operatorNS = plugin.OperatorNamespace
+	podName    = "myoperator-controller-manager-7d9f-abcde"
+)
+
+// TestDoctorOnAPIServer runs the manager (webhooks, reconcilers, leader
+// election as pod podName) on the project-built API server with an
+// installation around it as config/default makes one (the Deployment with
+// its arguments, the running pod, the certificate Secret), a Drink
+// authored in each version, the course's Drink, a paused Drink and one
+// outside --watch-namespaces. The report must be clean. Then, with the
+// manager stopped so that it repairs nothing, each invariant is broken
+// once: its finding must appear, and go once the break is undone.
+func TestDoctorOnAPIServer(t *testing.T) {
+	env, cfg, k8s := testenv.Start(t, testenv.Options{Webhooks: true})
+	ctx := t.Context()
+	for _, ns := range []string{operatorNS, operatorv1alpha1.DefaultGuestbookNamespace, "cafe", "elsewhere"} {
+		mustCreate(t, k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	installation(t, k8s, env.WebhookInstallOptions.LocalServingCAData, env.WebhookInstallOptions.LocalServingCertDir)
+	mustCreate(t, k8s, &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName},
+		Spec: operatorv1alpha1.OperatorConfigSpec{LogLevel: operatorv1alpha1.LogDebug}})
+
+	mgrCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	if err := startManager(mgrCtx, env, cfg, stopped); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); <-stopped }()
+
+	mustCreate(t, k8s, &drinksv1alpha1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "alpha"}, Spec: drinksv1alpha1.DrinkSpec{Name: "A", Drink: "tea"}})
+	mustCreate(t, k8s, &drinksv1beta1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "beta"}, Spec: drinksv1beta1.DrinkSpec{Name: "B", Drink: "tea", Size: "Small", Sugar: 1}})
+	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "one"}, Spec: drinksv1.DrinkSpec{DisplayName: "C", Beverage: "tea", Extras: []string{"milk"}}})
+	course := &drinksv1.Drink{}
+	if err := yaml.UnmarshalStrict([]byte(testenv.CourseDrink(t)), course); err != nil {
+		t.Fatal(err)
+	}
+	course.Namespace = "cafe"
+	mustCreate(t, k8s, course)
+	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "paused", Annotations: map[string]string{doctor.PausedAnnotation: "true"}},
+		Spec: drinksv1.DrinkSpec{DisplayName: "P", Beverage: "tea"}})
+	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "out"}, Spec: drinksv1.DrinkSpec{DisplayName: "O", Beverage: "tea"}})
+
+	// Healthy: the operator has converged.
+	testenv.Eventually(t, 30*time.Second, func() string { return report(ctx, t, k8s) })
+	var out bytes.Buffer
+	if err := status.Print(ctx, &out, k8s, operatorNS, "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for l := range strings.Lines(out.String()) {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	summary := strings.Join(lines, "\n")
+	for _, want := range []string{"leader: " + podName, "webhook mdrink.example.com", "crd/drinks.example.com conversion webhook", "expires",
+		"cafe alpha v1alpha1 v1alpha1 True", "cafe example-drink v1 v1+course True", "by authored version: v1alpha1 1, v1beta1 1, v1 4",
+		"state: Managed Ready: True customized: logLevel"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("status lacks %q:\n%s", want, summary)
+		}
+	}
+
+	// The manager stops and releases the Lease; the pod stays the holder,
+	// as if it still ran, and the Drinks it is told to leave alone lose
+	// their ConfigMaps.
+	stop()
+	<-stopped
+	lease := &coordinationv1.Lease{}
+	get(t, k8s, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, lease)
+	lease.Spec.HolderIdentity = ptr.To(podName + "_0000")
+	mustUpdate(t, k8s, lease)
+	for _, key := range []client.ObjectKey{{Namespace: "cafe", Name: "paused"}, {Namespace: "elsewhere", Name: "out"}} {
+		if err := k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if why := report(ctx, t, k8s); why != "" {
+		t.Fatalf("paused and out-of-scope Drinks without ConfigMaps: %s", why)
+	}
+
+	for _, tc := range []struct {
+		invariant, breaks string
+		brk               func(t *testing.T) (undo func())
+		finding           string
+	}{
+		{"drink-configmap", "the ConfigMap of a v1beta1 Drink rewritten in v1's layout", func(t *testing.T) func() {
+			return edit(t, k8s, &corev1.ConfigMap{}, client.ObjectKey{Namespace: "cafe", Name: "beta"}, func(cm *corev1.ConfigMap) {
+				cm.Annotations["example.com/layout"] = "v1"
+			})
+		}, `drink/cafe/beta ConfigMap cafe/beta is in layout "v1", want "v1beta1"`},
+		{"drink-configmap", "the course Drink's ConfigMap deleted", func(t *testing.T) func() {
+			return remove(t, k8s, &corev1.ConfigMap{}, client.ObjectKey{Namespace: "cafe", Name: course.Name})
+		}, "its ConfigMap cafe/" + course.Name + " is missing"},
+		{"drink-configmap", "a second ConfigMap controlled by a Drink", func(t *testing.T) func() {
+			cm := &corev1.ConfigMap{}
+			get(t, k8s, client.ObjectKey{Namespace: "cafe", Name: "one"}, cm)
+			cm.ObjectMeta = metav1.ObjectMeta{Namespace: "cafe", Name: "one-copy", OwnerReferences: cm.OwnerReferences}
+			mustCreate(t, k8s, cm)
+			return func() { mustDelete(t, k8s, cm) }
+		}, "ConfigMap cafe/one-copy is controlled by the Drink too"},
+		{"orphaned-configmap", "a ConfigMap labelled for a Drink that does not exist", func(t *testing.T) func() {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "ghost",
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "myoperator", "example.com/drink": "ghost"}}}
+			mustCreate(t, k8s, cm)
+			return func() { mustDelete(t, k8s, cm) }
+		}, "configmap/cafe/ghost is labelled example.com/drink=ghost but it has no controller"},
+		{"leader", "the Lease held by a pod that is gone", func(t *testing.T) func() {
+			return edit(t, k8s, &coordinationv1.Lease{}, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, func(l *coordinationv1.Lease) {
+				l.Spec.HolderIdentity = ptr.To("myoperator-controller-manager-old_1")
+			})
+		}, `is held by "myoperator-controller-manager-old_1", which names no pod`},
+		{"webhook-ca", "the validating webhooks' caBundle from another CA", func(t *testing.T) func() {
+			return edit(t, k8s, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: app.ValidatingWebhookConfig},
+				func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+					c.Webhooks[0].ClientConfig.CABundle = []byte("not a certificate")
+				})
+		}, "validatingwebhookconfiguration/myoperator-validating-webhook-configuration webhook vdrink.example.com caBundle does not hold the current CA"},
+		{"webhook-ca", "the mutating webhooks' caBundle emptied", func(t *testing.T) func() {
+			return edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: app.MutatingWebhookConfig},
+				func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+					c.Webhooks[1].ClientConfig.CABundle = nil
+				})
+		}, "webhook mguestbook.webapp.my.domain caBundle does not hold the current CA"},
+		{"webhook-ca", "the Drink CRD's conversion caBundle emptied", func(t *testing.T) func() {
+			return edit(t, k8s, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: app.DrinkCRD},
+				func(c *apiextensionsv1.CustomResourceDefinition) {
+					c.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
+				})
+		}, "crd/drinks.example.com conversion webhook caBundle does not hold the current CA"},
+		{"webhook-endpoints", "a webhook moved to the Service, whose only endpoint is not ready", func(t *testing.T) func() {
+			undo := edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: app.MutatingWebhookConfig},
+				func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+					c.Webhooks[1].ClientConfig.URL = nil
+					c.Webhooks[1].ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: operatorNS, Name: app.DefaultWebhookServiceName, Path: ptr.To("/mutate")}
+				})
+			return undo
+		}, "service/myoperator-system/myoperator-webhook-service has no ready endpoint; mutatingwebhookconfiguration/myoperator-mutating-webhook-configuration webhook mguestbook.webapp.my.domain call it"},
+		{"stored-versions", "the Drink CRD's storedVersions holding v1beta1 too", func(t *testing.T) func() {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			get(t, k8s, client.ObjectKey{Name: app.DrinkCRD}, crd)
+			crd.Status.StoredVersions = []string{"v1beta1", "v1"}
+			if err := k8s.Status().Update(ctx, crd); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				get(t, k8s, client.ObjectKey{Name: app.DrinkCRD}, crd)
+				crd.Status.StoredVersions = []string{"v1"}
+				if err := k8s.Status().Update(ctx, crd); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "crd/drinks.example.com status.storedVersions is [v1beta1 v1], want [v1]"},
+		{"accepted-config", "the record of the accepted configuration edited", func(t *testing.T) func() {
+			return edit(t, k8s, &corev1.ConfigMap{}, client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, func(cm *corev1.ConfigMap) {
+				for k, v := range cm.Data {
+					cm.Data[k] = strings.ReplaceAll(v, `"logLevel":"Debug"`, `"logLevel":"Error"`)
+				}
+			})
+		}, "configmap/myoperator-system/myoperator-accepted-config records {managementState: Managed, logLevel: Error"},
+	} {
+		t.Run(tc.invariant+": "+tc.breaks, func(t *testing.T) {
+			undo := tc.brk(t)
+			got := report(ctx, t, k8s)
+			undo()
+			if !strings.Contains(got, "FINDING   "+tc.invariant+": ") || !strings.Contains(got, tc.finding) {
+				t.Errorf("report:\n%s\nwant the %s finding %q", got, tc.invariant, tc.finding)
+			}
+			if why := report(ctx, t, k8s); why != "" {
+				t.Fatalf("after undoing: %s", why)
+			}
+		})
+	}
+}
+
+// report is doctor's report, "" when it finds nothing.
+func report(ctx context.Context, t *testing.T, c client.Client) string {
+	t.Helper()
+	s, err := doctor.Read(ctx, c, operatorNS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := doctor.Run(s)
+	if len(findings) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	doctor.Print(&b, s, findings)
+	return b.String()
+}
+
+// installation creates what config/default installs around the manager
+// that envtest does not: the Deployment with its arguments, its running
+// pod and the certificate Secret holding envtest's CA, which signed the
+// serving certificate.
+func installation(t *testing.T, c client.Client, ca []byte, certDir string) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "myoperator", "control-plane": "controller-manager"}
+	container := corev1.Container{Name: plugin.ManagerContainer, Image: "ghcr.io/example/myoperator:test",
+		Args: []string{"--leader-elect", "--webhook-port=9443", "--watch-namespaces=cafe," + operatorNS}}
+	mustCreate(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: plugin.Deployment},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: podName, Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}
+	mustCreate(t, c, pod)
+	pod.Status.Phase = corev1.PodRunning
+	if err := c.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	crt, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret},
+		Data: map[string][]byte{"ca.crt": ca, "tls.crt": crt}})
+	// The webhook Service, with one endpoint that is not ready: no
+	// webhook calls it (envtest's call URLs) until a case moves one there.
+	mustCreate(t, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultWebhookServiceName},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(9443)}}}})
+	mustCreate(t, c, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultWebhookServiceName + "-1",
+		Labels: map[string]string{discoveryv1.LabelServiceName: app.DefaultWebhookServiceName}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}}})
+}
+
+// startManager runs the manager as testenv.StartManager does, with leader
+// election as podName; stopped closes when it has stopped, so that the
+// test knows it repairs nothing any more.
+func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Config, stopped chan struct{}) error {
+	wo := env.WebhookInstallOptions
+	mgr, err := app.New(cfg, app.Options{Namespace: operatorNS, LeaderElection: true, PodName: podName,
+		WebhookHost: wo.LocalServingHost, WebhookPort: wo.LocalServingPort, CertDir: wo.LocalServingCertDir, MetricsAddr: "0", ProbeAddr: "0"})
+	if err != nil {
+		close(stopped)
+		return err
+	}
+	go func() {
+		defer close(stopped)
+		_ = mgr.Start(ctx)
+	}()
+	return testenv.WaitForWebhookServer(ctx, mgr, 30*time.Second)
+}
+
+func mustCreate(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(t.Context(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func mustUpdate(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Update(t.Context(), obj); err != nil {
+		t.Fatalf("updating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func mustDelete(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Delete(t.Context(), obj); err != nil {
+		t.Fatalf("deleting %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func get(t *testing.T, c client.Client, key client.ObjectKey, obj client.Object) {
+	t.Helper()
+	if err := c.Get(t.Context(), key, obj); err != nil {
+		t.Fatalf("reading %T %s: %v", obj, key, err)
+	}
+}
+
+// edit changes the object at key with change and returns what undoes it:
+// an update back to the object as read.
+func edit[T client.Object](t *testing.T, c client.Client, obj T, key client.ObjectKey, change func(T)) func() {
+	t.Helper()
+	get(t, c, key, obj)
+	was := obj.DeepCopyObject().(T)
+	change(obj)
+	mustUpdate(t, c, obj)
+	return func() {
+		was.SetResourceVersion(obj.GetResourceVersion())
+		mustUpdate(t, c, was)
+	}
+}
+
+// remove deletes the object at key and returns what creates it again.
+func remove[T client.Object](t *testing.T, c client.Client, obj T, key client.ObjectKey) func() {
+	t.Helper()
+	get(t, c, key, obj)
+	mustDelete(t, c, obj)
+	return func() {
+		obj.SetResourceVersion("")
+		mustCreate(t, c, obj)
+	}
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestRun: the commands as typed, those that need no cluster.
+func TestRun(t *testing.T) {
+	drink := "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: d}\nspec: {name: D, drink: tea, size: Small}\n"
+	for _, tc := range []struct {
+		args      []string
+		stdin     string
+		want, err string
+	}{
+		{[]string{"convert", "--to", "v1"}, drink, "apiVersion: example.com/v1\nkind: Drink\nmetadata:\n  name: d\nspec:\n  beverage: tea\n  displayName: D\n  size: Small\n", ""},
+		{[]string{"convert", "-f", "-", "--to=v1alpha1"}, drink, `example.com/conversion-data: '{"size":"Small"}'`, ""},
+		{[]string{"convert", "--help"}, "", "Lossless: what the target version cannot hold", "pflag: help requested"},
+		{[]string{"convert"}, drink, "", "--to is required"},
+		{[]string{"convert", "--to", "v1", "-f", "/nonexistent"}, "", "", "no such file"},
+		{[]string{"doctor", "--help"}, "", "accepted-config", "pflag: help requested"},
+		{[]string{"frobnicate"}, "", "", `unknown command "frobnicate"`},
+		{nil, "", "kubectl myoperator doctor", ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(t.Context(), tc.args, strings.NewReader(tc.stdin), &out)
+			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("output:\n%s\nwant it to contain %q", out.String(), tc.want)
+			}
+		})
+	}
+}
