@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/internal/plugin/convert"
 	"github.com/example/myoperator/internal/plugin/doctor"
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			for _, c := range doctor.Checks {
 				fmt.Fprintf(fs.Output(), "  %-20s %s\n", c.Name, c.Invariant)
 			}
-			fmt.Fprintf(fs.Output(), "Not findings: Drinks being deleted, paused (%s: \"true\"), outside the\nmanager's --watch-namespaces, or while the operator is Unmanaged.\n\nUsage: kubectl myoperator doctor [flags]\n\n", doctor.PausedAnnotation)
+			fmt.Fprintf(fs.Output(), "Not findings: Drinks being deleted, paused (%s: \"true\"), outside the\nmanager's --watch-namespaces, or while the operator is Unmanaged.\n\nUsage: kubectl myoperator doctor [flags]\n\n", pause.Annotation)
 			fs.PrintDefaults()
 		}
 		c, err := connect("Check only the Drinks and ConfigMaps of this namespace (default: every namespace); the installation is checked always.")

@@ -18,6 +18,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/reconcile"
 )
@@ -84,8 +85,10 @@ func (s *State) Exempt(d *drinksv1.Drink) string {
 		return "the operator is Unmanaged (OperatorConfig cluster)"
 	case d.DeletionTimestamp != nil:
 		return "being deleted"
-	case d.Annotations[PausedAnnotation] == "true":
-		return "paused (" + PausedAnnotation + ": \"true\")"
+	case pause.Requested(d.Annotations):
+		// The operator leaves a paused Drink alone (internal/pause): its
+		// ConfigMap is whatever it was, which is not a finding.
+		return "paused (" + pause.Annotation + ": \"true\")"
 	case !s.Install.InScope(d.Namespace):
 		return "outside --watch-namespaces=" + strings.Join(s.Install.WatchNamespaces, ",")
 	}

@@ -26,6 +26,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/reconcile"
 )
@@ -149,11 +150,11 @@ func TestChecks(t *testing.T) {
 		}, "ConfigMap cafe/alpha-copy is controlled by the Drink too"},
 		{"drink-configmap: no authored version", DrinkConfigMaps, func(s *State) { s.Drinks[0].Annotations = nil }, "no recorded authored version"},
 		{"drink-configmap: paused, ConfigMap stale", DrinkConfigMaps, func(s *State) {
-			s.Drinks[0].Annotations[PausedAnnotation] = "true"
+			s.Drinks[0].Annotations[pause.Annotation] = "true"
 			s.ConfigMaps[0].Data["drink"] = "old"
 		}, ""},
 		{"drink-configmap: paused false is kept", DrinkConfigMaps, func(s *State) {
-			s.Drinks[0].Annotations[PausedAnnotation] = "false"
+			s.Drinks[0].Annotations[pause.Annotation] = "false"
 			s.ConfigMaps[0].Data["drink"] = "old"
 		}, `has drink="old"`},
 		{"drink-configmap: outside --watch-namespaces", DrinkConfigMaps, func(s *State) {

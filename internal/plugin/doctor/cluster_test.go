@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/opconfig"
+	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/internal/plugin/doctor"
 	"github.com/example/myoperator/internal/plugin/status"
@@ -74,7 +76,8 @@ func TestDoctorOnAPIServer(t *testing.T) {
 	}
 	course.Namespace = "cafe"
 	mustCreate(t, k8s, course)
-	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "paused", Annotations: map[string]string{doctor.PausedAnnotation: "true"}},
+	// Paused below, once rendered.
+	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "paused"},
 		Spec: drinksv1.DrinkSpec{DisplayName: "P", Beverage: "tea"}})
 	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "out"}, Spec: drinksv1.DrinkSpec{DisplayName: "O", Beverage: "tea"}})
 
@@ -95,6 +98,13 @@ func TestDoctorOnAPIServer(t *testing.T) {
 		if !strings.Contains(summary, want) {
 			t.Errorf("status lacks %q:\n%s", want, summary)
 		}
+	}
+
+	// A user pauses one Drink (the operator leaves it alone from then on).
+	paused := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "paused"}}
+	annotate := []byte(`{"metadata":{"annotations":{"` + pause.Annotation + `":"` + pause.On + `"}}}`)
+	if err := k8s.Patch(ctx, paused, client.RawPatch(types.MergePatchType, annotate)); err != nil {
+		t.Fatal(err)
 	}
 
 	// The manager stops and releases the Lease; the pod stays the holder,

@@ -27,10 +27,6 @@ import (
 	"github.com/example/myoperator/reconcile"
 )
 
-// PausedAnnotation set to "true" on a Drink tells the operator to leave it
-// alone: its ConfigMap is then whatever it was, which is not a finding.
-const PausedAnnotation = "example.com/paused"
-
 // The operator's CustomResourceDefinitions besides app.DrinkCRD.
 var (
 	GuestbookCRD      = "guestbooks." + webappv1.GroupVersion.Group
