@@ -615,6 +615,17 @@ func (g *fakeGC) sweep(ctx context.Context) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// A ConfigMap deleted by someone else (a scenario deletes them by
+	// hand) is no longer due.
+	listed := map[types.UID]bool{}
+	for _, cm := range cms.Items {
+		listed[cm.UID] = true
+	}
+	for uid := range g.due {
+		if !listed[uid] {
+			delete(g.due, uid)
+		}
+	}
 	for _, cm := range cms.Items {
 		ref := metav1.GetControllerOf(&cm)
 		if ref == nil {

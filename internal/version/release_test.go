@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,8 +267,16 @@ func checkDist(t *testing.T, clone string, v version.Semver) {
 		t.Errorf("dist/%s: values.yaml or Chart.yaml do not name %s:\n%s\n%s", chart, v, meta, values)
 	}
 	sboms, _ := filepath.Glob(filepath.Join(dist, "sbom", "*.cdx.json"))
-	if len(sboms) != 3 {
-		t.Errorf("SBOMs %v, want one per binary (manager, bootstrap, guestbook-server)", sboms)
+	var sbomNames []string
+	for _, path := range sboms {
+		sbomNames = append(sbomNames, filepath.Base(path))
+	}
+	var wantSBOMs []string
+	for _, bin := range []string{"bootstrap", "guestbook-server", "kubectl-myoperator", "manager"} {
+		wantSBOMs = append(wantSBOMs, bin+"_linux_"+runtime.GOARCH+".cdx.json")
+	}
+	if !slices.Equal(sbomNames, wantSBOMs) {
+		t.Errorf("SBOMs %v, want one per binary: %v", sbomNames, wantSBOMs)
 	}
 	for _, path := range sboms {
 		raw, err := os.ReadFile(path)
