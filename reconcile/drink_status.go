@@ -44,7 +44,7 @@ func setDrinkUnmanaged(d *drinksv1.Drink) {
 // first reconcile after the pause writes the status (the Paused condition,
 // Ready=False); while paused, nothing is written, not even a newer
 // observedGeneration after a spec change.
-func setDrinkPaused(d *drinksv1.Drink, read *drinksv1.Drink) {
+func setDrinkPaused(d, read *drinksv1.Drink) {
 	if meta.IsStatusConditionTrue(read.Status.Conditions, pause.ConditionType) {
 		d.Status = *read.Status.DeepCopy()
 		return
