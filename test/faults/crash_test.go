@@ -22,7 +22,8 @@ import (
 // CRASH_POINTS=3,17 runs those; by default a sample runs: the first write
 // of every kind (verb, resource, subresource), and CRASH_SAMPLE (2: the
 // first and the last) points spread between, all among the writes both
-// fault-free runs made. A planned write that a trial does not make moves
+// fault-free runs made and the API server accepted, event series' patches
+// left out (see stable below). A planned write that a trial does not make moves
 // the kill to the next write of its kind; a kill that fires nowhere fails
 // the point.
 func TestCrashAtEveryWrite(t *testing.T) {
@@ -58,7 +59,25 @@ func TestCrashAtEveryWrite(t *testing.T) {
 	for _, w := range warm.writes {
 		repeated[warmIDs.next(w)] = true
 	}
-	stable := func(id string) bool { return repeated[id] }
+	// An event series' PATCH is the event recorder's, not a reconcile's:
+	// it comes when an event with the same reason about the same object is
+	// recorded again while the first is cached, so how many reconciles the
+	// cache's timing caused decides it. Both fault-free runs can make it
+	// and a trial not (CI saw PATCH events.events/default/GB #1 so), and
+	// the manager keeps no state that a crash after it could break: no kill
+	// is planned there unless CRASH_POINTS names it.
+	// A write the API server refused (a 409 on a stale resourceVersion)
+	// changed nothing, so a crash after it is a crash after the write
+	// before it; whether it happens at all is the cache's timing (a run
+	// saw PATCH drinks.example/NS/delta/status #2 -> 409 in both fault-free
+	// runs and not in the trial).
+	refused := map[string]bool{}
+	for i, w := range base.writes {
+		if w.Code >= 400 {
+			refused[ids[i]] = true
+		}
+	}
+	stable := func(id string) bool { return repeated[id] && !eventSeries(id) && !refused[id] }
 
 	points := crashPoints(t, ids, stable)
 	t.Logf("crash points (%d of %d, %d write kinds): %v", len(points), n, len(writeKinds(ids, stable)), points)
@@ -95,7 +114,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 		case p.fired == 0 && !stable(ids[k-1]):
 			// Chosen by CRASH_POINTS: a write the fault-free runs do not
 			// both make; said, not failed.
-			outcome = fmt.Sprintf("no kill, unstable: the warm-up run did not make this write either, nor this trial (%d writes)", len(p.r.writes))
+			outcome = fmt.Sprintf("no kill, unstable: an event series' patch, a refused write or one the warm-up run did not make, nor this trial (%d writes)", len(p.r.writes))
 			unstable++
 		case p.fired == 0:
 			// A kill that never fires tests nothing: the trial would
@@ -188,6 +207,13 @@ func writeKind(id string) string {
 	return kind
 }
 
+// eventSeries reports whether id is the event recorder's patch of an
+// event series (either events API).
+func eventSeries(id string) bool {
+	kind := writeKind(id)
+	return kind == "PATCH events" || kind == "PATCH events.events"
+}
+
 // writeKinds maps the kinds of ids to the 1-based index of their first
 // write that keep accepts (nil: any).
 func writeKinds(ids []string, keep func(string) bool) map[string]int {
@@ -206,7 +232,7 @@ func writeKinds(ids []string, keep func(string) bool) map[string]int {
 // crashPoints chooses the write points from CRASH_POINTS and CRASH_SAMPLE;
 // CRASH_POINTS=match:TEXT chooses the writes whose identity contains TEXT.
 // The default sample plans kills only on stable writes (made by both
-// fault-free runs).
+// fault-free runs, accepted, not an event series' patch).
 func crashPoints(t *testing.T, ids []string, stable func(string) bool) []int {
 	t.Helper()
 	n := len(ids)
@@ -257,7 +283,7 @@ func crashPoints(t *testing.T, ids []string, stable func(string) bool) []int {
 		}
 		for kind := range writeKinds(ids, nil) {
 			if _, ok := writeKinds(ids, stable)[kind]; !ok {
-				t.Logf("no crash point of kind %s: none of its writes was made by both fault-free runs", kind)
+				t.Logf("no crash point of kind %s: none of its writes is stable (made by both fault-free runs, accepted, not an event series' patch)", kind)
 			}
 		}
 		slices.Sort(points)

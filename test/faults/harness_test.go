@@ -33,9 +33,15 @@ const (
 
 // managerArgs: one worker per controller, so that the order of the writes
 // repeats from run to run, and Lease timings short enough that a fresh
-// manager takes the Lease of a killed one within about 2 s.
+// manager takes the Lease of a killed one within about 2 s. No webhook
+// drain: every trial ends with a graceful stop, which the drain made 3 s
+// longer (a minute of each suite's time), and a trial never stops a manager
+// gracefully while the API server calls it (the drain's own tests are
+// internal/webhookdrain's, TestLeaseReleasedBeforeDrain and the e2e
+// rollouts).
 var managerArgs = []string{
 	"--leader-elect-lease-duration=2s", "--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=500ms",
+	"--webhook-drain-period=0s",
 }
 
 // harness is one API server, the proxy in front of it, and the manager

@@ -32,6 +32,24 @@ func TestWriteKind(t *testing.T) {
 	}
 }
 
+// TestEventSeries: only the recorder's patch of an event series is left
+// out of the default sample; the event's creation is not.
+func TestEventSeries(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"PATCH events.events/default/GB #1", true},
+		{"PATCH events/myoperator-system/myoperator.example.com #2", true},
+		{"POST events.events/default/GB #1", false},
+		{"PATCH guestbooks.webapp/GB/status #1", false},
+	} {
+		if got := eventSeries(tc.id); got != tc.want {
+			t.Errorf("eventSeries(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
+
 // TestRunPoint: a kill that does not fire is re-planned at the next write
 // of its kind, and reported as not fired (for the table to fail) when no
 // write of its kind is left; the trials' results are played by a table,
