@@ -58,6 +58,9 @@ type Options struct {
 	// to, one JSON event per line, at the Metadata level for every request
 	// (what an admin reads to find who uses a deprecated version).
 	AuditLog string
+	// FeatureGates, when set, is the API server's --feature-gates (for
+	// example "ShardedListAndWatch=true" for an alpha feature).
+	FeatureGates string
 }
 
 // auditPolicy logs every request's metadata (user, user agent, verb,
@@ -105,6 +108,9 @@ func New(opts Options) (*envtest.Environment, error) {
 		args := env.ControlPlane.GetAPIServer().Configure()
 		args.Set("audit-policy-file", policy)
 		args.Set("audit-log-path", opts.AuditLog)
+	}
+	if opts.FeatureGates != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", opts.FeatureGates)
 	}
 	if opts.Webhooks {
 		// The Drink converter is registered with the webhook builder rather

@@ -1,0 +1,21 @@
+// Package shard splits the Drinks among active replicas by the 64-bit
+// FNV-1a hash of their UIDs, the hash the API server's sharded list and
+// watch (the ShardedListAndWatch feature gate) selects with.
+//
+// The hash space is cut into Buckets equal ranges, and Assign gives each
+// bucket to one member: every member ranks the buckets by a rendezvous
+// score of (member, bucket), and the highest scores are served first, each
+// member up to its fair share. So every replica computes the same
+// assignment from the same member list, shares differ by at most one
+// bucket, and a member joining or leaving moves the share it takes or
+// leaves and a few buckets more (at most 4 of the 64 with up to 4
+// members, 8 with up to 16, TestAssign). Rendezvous hashing alone moves
+// the share only, but its shares are binomial: with 4 members and 64
+// buckets one share's standard deviation is 22% of it, where the heap of
+// the busiest replica is what sharding is for.
+//
+// A member's buckets become a shard selector (Selector) for its Drink
+// informer, and the same ranges as apimachinery's sharding.Selector
+// (NewMatcher) for checking on the client what the server sent: an API server
+// without the feature gate ignores the selector and sends everything.
+package shard
