@@ -14,6 +14,10 @@
 // buckets one share's standard deviation is 22% of it, where the heap of
 // the busiest replica is what sharding is for.
 //
+// Members finds the members: each replica keeps a Lease of its own
+// (LeaseName) renewed and reads the others'; one that stops deletes its
+// Lease, and one not renewed for the members' Duration is dropped.
+//
 // A member's buckets become a shard selector (Selector) for its Drink
 // informer, and the same ranges as apimachinery's sharding.Selector
 // (NewMatcher) for checking on the client what the server sent: an API server

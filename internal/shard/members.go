@@ -1,0 +1,165 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// MemberLabel marks the member Leases, one per replica.
+	MemberLabel = "example.com/shard-member"
+	// memberPrefix starts a member Lease's name; the replica's identity
+	// ends it.
+	memberPrefix = "myoperator-member-"
+)
+
+// Members keeps this replica's member Lease renewed and reports the live
+// members whenever the set changes. A member is live while its Lease
+// changes: a Lease not renewed for Duration, as this replica's clock
+// counts from when it saw the last change (as client-go's leader election
+// does, so clocks need not agree), is a member gone without saying so; a
+// replica that stops deletes its Lease, and the others drop it at once.
+type Members struct {
+	// Client reads and writes Leases in Namespace, uncached: the
+	// members' view must not lag the API server by a cache.
+	Client    client.Client
+	Namespace string
+	// Identity is this replica's name among the members (its pod's name).
+	Identity string
+	// Duration is how long a Lease counts without a change; Renew how
+	// often this replica renews its own and reads the others'.
+	Duration, Renew time.Duration
+	// OnChange is called with the live members, sorted, on the first
+	// read and after every change; never concurrently.
+	OnChange func(members []string)
+
+	mu       sync.Mutex
+	observed map[string]observation
+	last     []string
+	reported bool
+}
+
+type observation struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// LeaseName is the name of identity's member Lease.
+func LeaseName(identity string) string { return memberPrefix + identity }
+
+// Start renews and reads until ctx ends, then deletes this replica's
+// Lease. It returns an error only for an identity that cannot name a
+// Lease.
+func (m *Members) Start(ctx context.Context) error {
+	if errs := validation.IsDNS1123Subdomain(LeaseName(m.Identity)); len(errs) > 0 {
+		return fmt.Errorf("shard member %q: %v", m.Identity, errs)
+	}
+	defer m.release()
+	tick := time.NewTicker(m.Renew)
+	defer tick.Stop()
+	for {
+		m.round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// round renews this replica's Lease and reads every member's; a failed
+// renewal or read is retried at the next round (the others drop this
+// replica only after Duration without a change).
+func (m *Members) round(ctx context.Context) {
+	_ = m.renew(ctx)
+	list := &coordinationv1.LeaseList{}
+	if err := m.Client.List(ctx, list, client.InNamespace(m.Namespace), client.HasLabels{MemberLabel}); err != nil {
+		return
+	}
+	m.observe(list.Items, time.Now())
+}
+
+// renew creates this replica's Lease or moves its renewTime.
+func (m *Members) renew(ctx context.Context) error {
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{}
+	err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: LeaseName(m.Identity)}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: LeaseName(m.Identity),
+				Labels: map[string]string{MemberLabel: "true", "app.kubernetes.io/name": "myoperator"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity),
+				LeaseDurationSeconds: ptr.To(int32(m.Duration.Seconds() + 0.999)), AcquireTime: &now, RenewTime: &now},
+		}
+		return m.Client.Create(ctx, lease)
+	case err != nil:
+		return err
+	}
+	lease.Spec.HolderIdentity = ptr.To(m.Identity)
+	lease.Spec.RenewTime = &now
+	return m.Client.Update(ctx, lease)
+}
+
+// observe records which Leases changed and reports the live members if
+// the set differs from the last report.
+func (m *Members) observe(leases []coordinationv1.Lease, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.observed == nil {
+		m.observed = map[string]observation{}
+	}
+	seen := map[string]bool{}
+	var live []string
+	for _, l := range leases {
+		id := ptr.Deref(l.Spec.HolderIdentity, "")
+		if id == "" || l.Name != LeaseName(id) || l.DeletionTimestamp != nil {
+			continue
+		}
+		seen[id] = true
+		o, ok := m.observed[id]
+		if !ok || o.resourceVersion != l.ResourceVersion {
+			o = observation{resourceVersion: l.ResourceVersion, at: now}
+			m.observed[id] = o
+		}
+		// This replica counts itself while its Lease exists, even when its
+		// renewals fail: the others drop it after Duration, and the
+		// handover's fence, not this view, keeps two replicas from
+		// writing one object.
+		if id == m.Identity || now.Sub(o.at) < m.Duration {
+			live = append(live, id)
+		}
+	}
+	for id := range m.observed {
+		if !seen[id] {
+			delete(m.observed, id)
+		}
+	}
+	slices.Sort(live)
+	if m.reported && slices.Equal(live, m.last) {
+		return
+	}
+	m.last, m.reported = live, true
+	if m.OnChange != nil {
+		m.OnChange(slices.Clone(live))
+	}
+}
+
+// release deletes this replica's Lease, so that the others drop it now
+// rather than after Duration.
+func (m *Members) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: LeaseName(m.Identity)}}
+	_ = client.IgnoreNotFound(m.Client.Delete(ctx, lease))
+}
