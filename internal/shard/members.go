@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -96,11 +97,13 @@ func (m *Members) renew(ctx context.Context) error {
 	err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: LeaseName(m.Identity)}, lease)
 	switch {
 	case apierrors.IsNotFound(err):
+		// leaseDurationSeconds is for whoever reads the Lease; members
+		// time each other by their own Duration.
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: LeaseName(m.Identity),
 				Labels: map[string]string{MemberLabel: "true", "app.kubernetes.io/name": "myoperator"}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity),
-				LeaseDurationSeconds: ptr.To(int32(m.Duration.Seconds() + 0.999)), AcquireTime: &now, RenewTime: &now},
+				LeaseDurationSeconds: ptr.To(int32(math.Ceil(m.Duration.Seconds()))), AcquireTime: &now, RenewTime: &now},
 		}
 		return m.Client.Create(ctx, lease)
 	case err != nil:
