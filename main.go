@@ -79,6 +79,13 @@ func run() error {
 		"The Guestbook pods' image when OperatorConfig cluster's spec.guestbook.image is not set: the release's Guestbook server, which its manifests name by digest (GUESTBOOK_IMAGE).")
 	watchNamespaces := flag.String("watch-namespaces", "",
 		"Comma-separated namespaces whose Drinks the operator serves; empty serves every namespace. It must match the install's RBAC (config/namespace-scope, the chart's watchNamespaces): see docs/install.md#namespace-scope.")
+	shardDrinks := flag.Bool("shard-drinks", false,
+		"Share the Drinks among the replicas, each reconciling and watching only its share through the API server's sharded list and watch (ShardedListAndWatch); Guestbooks and the OperatorConfig stay with the leader. See docs/sharding.md.")
+	var sharding app.ShardingOptions
+	flag.DurationVar(&sharding.Duration, "shard-member-lease-duration", 15*time.Second,
+		"With --shard-drinks: how long a replica that stopped renewing its member Lease keeps its share before the others take it.")
+	flag.DurationVar(&sharding.Renew, "shard-renew-period", 5*time.Second,
+		"With --shard-drinks: how often each replica renews its member Lease and looks at the buckets.")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.BoolVar(&development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	flag.Parse()
@@ -100,6 +107,13 @@ func run() error {
 		return err
 	}
 	o.WatchNamespaces = watched
+	if *shardDrinks {
+		if sharding.Renew <= 0 || sharding.Duration < 2*sharding.Renew {
+			return fmt.Errorf("--shard-member-lease-duration (%s) must be at least twice --shard-renew-period (%s), which must be positive: "+
+				"a replica renewing on time must never look gone", sharding.Duration, sharding.Renew)
+		}
+		o.Sharding = &sharding
+	}
 	if err := o.Conversion.Validate(); err != nil {
 		return err
 	}
@@ -158,7 +172,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection, "watchNamespaces", o.WatchNamespaces)
+	log.Info("starting manager", "namespace", o.Namespace, "leaderElection", o.LeaderElection, "watchNamespaces", o.WatchNamespaces,
+		"shardDrinks", o.Sharding != nil)
 	return mgr.Start(ctx)
 }
 

@@ -14,6 +14,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	"github.com/example/myoperator/internal/pause"
+	"github.com/example/myoperator/internal/shard"
 )
 
 // The manager caches one ConfigMap and one Drink per Drink; at 50,000
@@ -71,7 +72,7 @@ func TrimConfigMap(obj any) (any, error) {
 	}
 	layout := cm.Annotations[LayoutAnnotation]
 	digest := configMapDigest(layout, layoutKeys(drinksversions.Drinks, layout), cm.Labels[ManagedByLabel], cm.Labels[DrinkLabel], cm.Data)
-	return &corev1.ConfigMap{
+	trimmed := &corev1.ConfigMap{
 		TypeMeta: cm.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: cm.Name, Namespace: intern(cm.Namespace), UID: cm.UID, ResourceVersion: cm.ResourceVersion,
@@ -82,7 +83,13 @@ func TrimConfigMap(obj any) (any, error) {
 				cacheDigestAnnotation: digest,
 			},
 		},
-	}, nil
+	}
+	if b, ok := cm.Labels[shard.BucketLabel]; ok {
+		// The bucket label, which replicas that share the Drinks compare,
+		// kept under its own key among the trimmed annotations.
+		trimmed.Annotations[shard.BucketLabel] = intern(b)
+	}
+	return trimmed, nil
 }
 
 // configMapDigest digests what makes a ConfigMap in the layout match a
@@ -116,8 +123,9 @@ func configMapDigest(layout string, keys []string, managedBy, drink string, data
 
 // trimmedMatches is configMapMatches for a trimmed ConfigMap of the cache.
 // data is the Drink's layout rendered, so its keys are the layout's.
-func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string) bool {
-	return cm.Annotations[LayoutAnnotation] == layout &&
+func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string, bucket string) bool {
+	return (bucket == "" || cm.Annotations[shard.BucketLabel] == bucket) &&
+		cm.Annotations[LayoutAnnotation] == layout &&
 		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, slices.Sorted(maps.Keys(data)), ManagedByValue, d.Name, data) &&
 		ownerRefsMatch(cm, d)
 }

@@ -11,6 +11,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/pause"
+	"github.com/example/myoperator/internal/shard"
 )
 
 // TestTrimmedConfigMapMatchesAsTheWholeOne: for every way a ConfigMap can
@@ -29,7 +30,10 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 		name    string
 		version string // the Drink's authored version
 		edit    func(cm *corev1.ConfigMap)
-		want    bool
+		// bucket is the bucket label the replica serving the Drink wants
+		// ("": the replicas do not share the Drinks).
+		bucket string
+		want   bool
 	}{
 		{name: "as written", version: "v1", edit: func(*corev1.ConfigMap) {}, want: true},
 		{name: "another writer's key", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Data["note"] = "mine" }, want: true},
@@ -54,6 +58,13 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 		{name: "v1alpha1 as written", version: "v1alpha1", edit: func(*corev1.ConfigMap) {}, want: true},
 		{name: "v1alpha1 with a v1 key left over", version: "v1alpha1", edit: func(cm *corev1.ConfigMap) { cm.Data["extras"] = "milk" }, want: true},
 		{name: "v1beta1 sugar changed", version: "v1beta1", edit: func(cm *corev1.ConfigMap) { cm.Data["sugar"] = "9" }, want: false},
+		{name: "shared: labelled with its bucket", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[shard.BucketLabel] = "17" },
+			bucket: "17", want: true},
+		{name: "shared: no bucket label", version: "v1", edit: func(*corev1.ConfigMap) {}, bucket: "17", want: false},
+		{name: "shared: another bucket", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[shard.BucketLabel] = "3" },
+			bucket: "17", want: false},
+		{name: "not shared: a bucket label left over", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[shard.BucketLabel] = "3" },
+			want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +85,7 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 				cm.Data[k] = v
 			}
 			tt.edit(cm)
-			whole := configMapMatches(cm, d, tt.version, data)
+			whole := configMapMatches(cm, d, tt.version, data, tt.bucket)
 			out, err := TrimConfigMap(cm.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +101,7 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 				!apiequality.Semantic.DeepEqual(trimmed.OwnerReferences, cm.OwnerReferences) {
 				t.Errorf("the trimmed ConfigMap lost its identity or owners: %+v", trimmed.ObjectMeta)
 			}
-			if got := trimmedMatches(trimmed, d, tt.version, data); whole != tt.want || got != whole {
+			if got := trimmedMatches(trimmed, d, tt.version, data, tt.bucket); whole != tt.want || got != whole {
 				t.Errorf("matches: the whole ConfigMap %v, the trimmed one %v, want %v", whole, got, tt.want)
 			}
 			// The informer may transform an object it already holds.
@@ -131,7 +142,7 @@ func TestTrimConfigMapKeepsOthersIdentity(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenants", UID: "g"}}
-	if trimmedMatches(got, d, "v1", map[string]string{"config": cm.Data["config"]}) {
+	if trimmedMatches(got, d, "v1", map[string]string{"config": cm.Data["config"]}, "") {
 		t.Error("an identity-only ConfigMap matched a Drink's data")
 	}
 	if again, _ := TrimConfigMap(got); !apiequality.Semantic.DeepEqual(again, want) {

@@ -4,20 +4,28 @@ import (
 	"context"
 	"errors"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/pause"
+	"github.com/example/myoperator/internal/shard"
 )
 
 // DrinkReconciler renders every Drink, whatever version it was written in,
@@ -38,6 +46,30 @@ type DrinkReconciler struct {
 	// Versions is the table of Drink versions whose layouts the ConfigMaps
 	// take; empty means drinksversions.Drinks.
 	Versions drinksversions.Table
+	// Shard, when set, is this replica's share of the Drinks, the replicas
+	// sharing them (internal/shard): the reconciler serves only the Drinks
+	// it matches, whatever else the cache holds (an API server without the
+	// ShardedListAndWatch feature sends every Drink), and labels their
+	// ConfigMaps with their bucket, by which replicas select them.
+	Shard *shard.Matcher
+}
+
+// serves reports whether this replica reconciles d.
+func (r *DrinkReconciler) serves(d *drinksv1.Drink) bool {
+	if r.Shard == nil {
+		return true
+	}
+	ok, err := r.Shard.Matches(d)
+	return err == nil && ok
+}
+
+// bucketLabel is the bucket label d's ConfigMap carries: "" without
+// sharding, where no label is written or compared.
+func (r *DrinkReconciler) bucketLabel(d *drinksv1.Drink) string {
+	if r.Shard == nil {
+		return ""
+	}
+	return shard.BucketValue(shard.BucketOf(d.UID))
 }
 
 func (r *DrinkReconciler) versions() drinksversions.Table { return r.Versions.OrDrinks() }
@@ -55,8 +87,10 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !d.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // the garbage collector removes the ConfigMap
+	if !d.DeletionTimestamp.IsZero() || !r.serves(d) {
+		// The garbage collector removes a deleted Drink's ConfigMap; a
+		// Drink of another replica's share is that replica's.
+		return ctrl.Result{}, nil
 	}
 	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", AuthoredVersion(d))
 	read := d.DeepCopy()
@@ -141,6 +175,54 @@ func (r *DrinkReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Owns(&corev1.ConfigMap{}).
 		Watches(&operatorv1alpha1.OperatorConfig{}, revisitAll(r.Client, &drinksv1.DrinkList{})).
 		WithOptions(opts).
-		Complete(&instrumented{controller: "drink", newObject: func() client.Object { return &drinksv1.Drink{} },
-			reader: mgr.GetClient(), recorder: r.Recorder, inner: r})
+		Complete(r.instrumented(mgr.GetClient()))
+}
+
+// instrumented wraps r; a panic is reported on the Drink read through
+// reader, not r.Client, whose read may be what panicked.
+func (r *DrinkReconciler) instrumented(reader client.Reader) *instrumented {
+	return &instrumented{controller: "drink", newObject: func() client.Object { return &drinksv1.Drink{} },
+		reader: reader, recorder: r.Recorder, inner: r}
+}
+
+// NewShareController builds the Drink controller of one share of the
+// Drinks, with the same watches as SetupWithManager: Drinks and their
+// ConfigMaps from share, the cache of that share, and the OperatorConfig
+// from the manager's cache. It is not added to the manager: the caller
+// starts it, with share, for as long as the replica serves the share,
+// and r.Client reads Drinks and ConfigMaps from share.
+func (r *DrinkReconciler) NewShareController(mgr ctrl.Manager, share cache.Cache, opts controller.Options) (controller.Controller, error) {
+	// Each share's controller is a new one under the same name, so that
+	// its metrics continue the last one's.
+	opts.SkipNameValidation = ptr.To(true)
+	opts.Logger = mgr.GetLogger()
+	opts.Reconciler = r.instrumented(share)
+	opts.LogConstructor = func(req *ctrl.Request) logr.Logger {
+		log := mgr.GetLogger().WithValues("controller", "drink", "controllerGroup", drinksv1.GroupVersion.Group, "controllerKind", "Drink")
+		if req != nil {
+			log = log.WithValues("Drink", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+		}
+		return log
+	}
+	c, err := controller.NewUnmanaged("drink", opts)
+	if err != nil {
+		return nil, err
+	}
+	// The predicate keeps the queue to this share's Drinks when the
+	// cache holds more (an API server without the feature gate).
+	inShare := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		d, ok := o.(*drinksv1.Drink)
+		return ok && r.serves(d)
+	})
+	for _, src := range []source.Source{
+		source.Kind(share, client.Object(&drinksv1.Drink{}), &handler.EnqueueRequestForObject{}, inShare),
+		source.Kind(share, client.Object(&corev1.ConfigMap{}),
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &drinksv1.Drink{}, handler.OnlyControllerOwner())),
+		source.Kind(mgr.GetCache(), client.Object(&operatorv1alpha1.OperatorConfig{}), revisitAll(r.Client, &drinksv1.DrinkList{})),
+	} {
+		if err := c.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/internal/shard"
 )
 
 const (
@@ -56,7 +57,7 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 	// A trimmed ConfigMap keeps its owner references, so a conflict is
 	// still told from the cache, below.
 	if err == nil && found && fromCache && isTrimmed(live) && (controlledBy(live, d.UID) || namesOwner(live, d.UID)) {
-		if trimmedMatches(live, d, layout, data) {
+		if trimmedMatches(live, d, layout, data, r.bucketLabel(d)) {
 			return "", nil
 		}
 		// The cache holds a digest, not the data (TrimConfigMap): what to
@@ -73,7 +74,7 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 		return r.restoreConfigMap(ctx, d, layout, data)
 	case !controlledBy(live, d.UID) && !namesOwner(live, d.UID):
 		return "", conflictWith("ConfigMap", "Drink", live)
-	case configMapMatches(live, d, layout, data):
+	case configMapMatches(live, d, layout, data, r.bucketLabel(d)):
 		return "", nil
 	}
 	reason := ReasonConfigMapCorrected
@@ -115,6 +116,9 @@ func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink
 			OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)}},
 		Data: data,
 	}
+	if b := r.bucketLabel(d); b != "" {
+		cm.Labels[shard.BucketLabel] = b
+	}
 	err := r.Client.Create(ctx, cm, client.FieldOwner(FieldOwner))
 	if !apierrors.IsAlreadyExists(err) {
 		return err
@@ -143,6 +147,9 @@ func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.Confi
 	maps.Copy(want.Data, data)
 	metav1.SetMetaDataLabel(&want.ObjectMeta, ManagedByLabel, ManagedByValue)
 	metav1.SetMetaDataLabel(&want.ObjectMeta, DrinkLabel, d.Name)
+	if b := r.bucketLabel(d); b != "" {
+		metav1.SetMetaDataLabel(&want.ObjectMeta, shard.BucketLabel, b)
+	}
 	metav1.SetMetaDataAnnotation(&want.ObjectMeta, LayoutAnnotation, layout)
 	want.OwnerReferences = asController(live.OwnerReferences, drinkOwnerRef(d))
 	return r.Client.Patch(ctx, want, client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
@@ -193,9 +200,12 @@ func asController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []met
 
 // configMapMatches reports whether the ConfigMap already is what the Drink
 // wants: its data keys hold the wanted values, it is in the wanted layout
-// and labelled, and the Drink is its controller, referenced as it would
-// write the reference.
-func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string) bool {
+// and labelled (with bucket too, unless that is ""), and the Drink is its
+// controller, referenced as it would write the reference.
+func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string, bucket string) bool {
+	if bucket != "" && cm.Labels[shard.BucketLabel] != bucket {
+		return false
+	}
 	for k, v := range data {
 		if got, ok := cm.Data[k]; !ok || got != v {
 			return false

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -35,6 +36,7 @@ import (
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/internal/webhook"
 	"github.com/example/myoperator/internal/webhookdrain"
 	"github.com/example/myoperator/internal/writecount"
@@ -102,7 +104,7 @@ const (
 // +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=get;update;patch,resourceNames=myoperator-webhook-server-cert
 // +kubebuilder:rbac:groups="",namespace=myoperator-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=update;patch,resourceNames=myoperator-mutating-webhook-configuration;myoperator-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=update;patch,resourceNames=myoperator-mutating-webhook-configuration;myoperator-validating-webhook-configuration;myoperator-shard-fence
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=update;patch,resourceNames=drinks.example.com
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=update;patch,resourceNames=drinks.example.com
@@ -186,6 +188,10 @@ type Options struct {
 	// storage migration (docs/install.md#namespace-scope says why). Check
 	// it with ValidateWatchNamespaces.
 	WatchNamespaces []string
+
+	// Sharding, when set, shares the Drinks among the replicas
+	// (--shard-drinks, ShardingOptions); nil leaves them to the leader.
+	Sharding *ShardingOptions
 
 	// inProcess holds what only tests set, through export_test.go: the
 	// binary runs one manager per process and never sets it.
@@ -325,6 +331,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := webhook.Setup(mgr, webhook.Options{Namespace: o.Namespace, Conversion: o.Conversion, Records: records}); err != nil {
 		return nil, err
 	}
+	// Served with sharding or without: while a rollout turns it on or off,
+	// the API server may call a replica of either kind.
+	mgr.GetWebhookServer().Register(shard.FencePath, &admission.Webhook{Handler: &shard.Fence{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}})
 	if err := addControllers(cfg, mgr, o, records); err != nil {
 		return nil, err
 	}
@@ -414,16 +423,18 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
+	drinks := &reconcile.DrinkReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
+		Records: records,
+	}
+	if o.Sharding != nil {
+		// Every replica serves its share and counts it (Inventory).
+		return addSharedDrinks(cfg, mgr, o, drinks, copts)
+	}
 	if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache()}); err != nil {
 		return err
 	}
-	if err := (&reconcile.DrinkReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(reconcile.EventRecorderName), Namespace: o.Namespace,
-		Records: records,
-	}).SetupWithManager(mgr, copts); err != nil {
-		return err
-	}
-	return nil
+	return drinks.SetupWithManager(mgr, copts)
 }
 
 // metricsOptions: HTTPS to callers the API server authenticates and
@@ -498,6 +509,14 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	if dns == "" {
 		dns = fmt.Sprintf("%s.%s.svc", DefaultWebhookServiceName, o.Namespace)
 	}
+	webhooks := []rotator.WebhookInfo{
+		{Name: MutatingWebhookConfig, Type: rotator.Mutating},
+		{Name: ValidatingWebhookConfig, Type: rotator.Validating},
+		{Name: DrinkCRD, Type: rotator.CRDConversion},
+	}
+	if o.Sharding != nil {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: ShardFenceWebhookConfig, Type: rotator.Validating})
+	}
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: secret},
 		CertDir:        o.CertDir,
@@ -506,12 +525,8 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 		DNSName:        dns,
 		ExtraDNSNames:  append(slices.Clone(c.ExtraDNSNames), fmt.Sprintf("%s.%s.svc", DefaultMetricsServiceName, o.Namespace)),
 		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: MutatingWebhookConfig, Type: rotator.Mutating},
-			{Name: ValidatingWebhookConfig, Type: rotator.Validating},
-			{Name: DrinkCRD, Type: rotator.CRDConversion},
-		},
-		FieldOwner: reconcile.FieldOwner,
+		Webhooks:       webhooks,
+		FieldOwner:     reconcile.FieldOwner,
 		// Every replica serves webhooks, so every replica keeps its mounted
 		// certificate current; writes to the Secret and the CA bundles are
 		// idempotent across replicas.

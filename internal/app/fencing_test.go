@@ -452,21 +452,7 @@ func pauseLeader(ctx context.Context, t *testing.T, bin string, kubeconfigs map[
 
 func startFenceReplica(t *testing.T, bin, kubeconfig, pod string) *fenceReplica {
 	t.Helper()
-	r := &fenceReplica{pod: pod, out: &lockedBuffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--namespace", operatorNS, "--leader-elect",
-		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-devel"}, ownWebhookArgs(t)...)...)
-	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod)
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.done <- r.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Signal(syscall.SIGCONT)
-		_ = r.cmd.Process.Kill()
-	})
-	return r
+	return startReplica(t, bin, kubeconfig, pod)
 }
 
 // waitDrinksConverged: the new leader reconciled every Drink's last edit,

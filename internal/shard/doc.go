@@ -18,8 +18,18 @@
 // (LeaseName) renewed and reads the others'; one that stops deletes its
 // Lease, and one not renewed for the members' Duration is dropped.
 //
+// Coordinator hands the buckets over: each bucket has a Lease
+// (BucketLeaseName) whose holder alone serves it; a replica gives a bucket
+// up by stopping its writes and then clearing the holder, and takes one
+// that is free or whose holder is no longer a member. Fence is the
+// admission webhook that makes the API server refuse a replica's write to
+// a Drink, or to its ConfigMap, of a bucket it does not hold: a replica
+// replaced while paused writes nothing when it resumes.
+//
 // A member's buckets become a shard selector (Selector) for its Drink
 // informer, and the same ranges as apimachinery's sharding.Selector
 // (NewMatcher) for checking on the client what the server sent: an API server
-// without the feature gate ignores the selector and sends everything.
+// without the feature gate ignores the selector and sends everything. The
+// Drinks' ConfigMaps carry their Drink's bucket in BucketLabel, by which a
+// replica selects them.
 package shard

@@ -43,6 +43,9 @@ type Members struct {
 	// OnChange is called with the live members, sorted, on the first
 	// read and after every change; never concurrently.
 	OnChange func(members []string)
+	// KeepOnStop leaves the Lease in place when Start returns, as a crash
+	// would (tests).
+	KeepOnStop bool
 
 	mu       sync.Mutex
 	observed map[string]observation
@@ -65,7 +68,9 @@ func (m *Members) Start(ctx context.Context) error {
 	if errs := validation.IsDNS1123Subdomain(LeaseName(m.Identity)); len(errs) > 0 {
 		return fmt.Errorf("shard member %q: %v", m.Identity, errs)
 	}
-	defer m.release()
+	if !m.KeepOnStop {
+		defer m.release()
+	}
 	tick := time.NewTicker(m.Renew)
 	defer tick.Stop()
 	for {
@@ -83,11 +88,20 @@ func (m *Members) Start(ctx context.Context) error {
 // replica only after Duration without a change).
 func (m *Members) round(ctx context.Context) {
 	_ = m.renew(ctx)
+	_, _ = m.Live(ctx)
+}
+
+// Live reads the member Leases now and returns the live members, sorted
+// (reporting a change to OnChange too). A decision that a member is gone
+// must rest on a read made after whatever it is compared with: a replica
+// that has just started writes its member Lease before anything else, so
+// a Lease it holds, read before, has its member Lease in this read.
+func (m *Members) Live(ctx context.Context) ([]string, error) {
 	list := &coordinationv1.LeaseList{}
 	if err := m.Client.List(ctx, list, client.InNamespace(m.Namespace), client.HasLabels{MemberLabel}); err != nil {
-		return
+		return nil, err
 	}
-	m.observe(list.Items, time.Now())
+	return m.observe(list.Items, time.Now()), nil
 }
 
 // renew creates this replica's Lease or moves its renewTime.
@@ -114,9 +128,9 @@ func (m *Members) renew(ctx context.Context) error {
 	return m.Client.Update(ctx, lease)
 }
 
-// observe records which Leases changed and reports the live members if
-// the set differs from the last report.
-func (m *Members) observe(leases []coordinationv1.Lease, now time.Time) {
+// observe records which Leases changed, reports the live members if the
+// set differs from the last report, and returns them.
+func (m *Members) observe(leases []coordinationv1.Lease, now time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.observed == nil {
@@ -150,12 +164,13 @@ func (m *Members) observe(leases []coordinationv1.Lease, now time.Time) {
 	}
 	slices.Sort(live)
 	if m.reported && slices.Equal(live, m.last) {
-		return
+		return live
 	}
 	m.last, m.reported = live, true
 	if m.OnChange != nil {
 		m.OnChange(slices.Clone(live))
 	}
+	return live
 }
 
 // release deletes this replica's Lease, so that the others drop it now

@@ -1,0 +1,242 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/shard"
+	"github.com/example/myoperator/reconcile"
+)
+
+// ShardingOptions turn on sharing the Drinks among the replicas
+// (--shard-drinks): each replica reconciles the Drinks of the buckets it
+// holds (internal/shard), watching only those through the API server's
+// sharded list and watch. Guestbooks, the OperatorConfig and the storage
+// migration stay with the leader; every replica serves the webhooks.
+type ShardingOptions struct {
+	// Duration is how long a replica that stopped renewing its member
+	// Lease still counts as a member; Renew how often each replica renews
+	// it and looks at the buckets. Zero uses 15 s and 5 s.
+	Duration, Renew time.Duration
+	// keepOnStop, set by tests only, leaves the Leases behind as a crash.
+	keepOnStop bool
+}
+
+// ShardFenceWebhookConfig is config/sharding's webhook configuration, which
+// sends the replicas' writes to Drinks and their ConfigMaps to the fence.
+const ShardFenceWebhookConfig = "myoperator-shard-fence"
+
+var (
+	shardBuckets = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "myoperator_shard_buckets",
+		Help: "Buckets of the Drinks (of 64) this replica serves, with --shard-drinks; 0 without.",
+	})
+	shardUnselected = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "myoperator_shard_unselected_drinks_total",
+		Help: "Drinks the API server sent to this replica outside its buckets: the server ignored the shard selector (its ShardedListAndWatch feature gate is off), and the replica filters on the client.",
+	})
+	shardHandovers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "myoperator_shard_handovers_total",
+		Help: "Changes of the buckets this replica serves.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(shardBuckets, shardUnselected, shardHandovers)
+}
+
+// identity is the replica's name among the shard members: its pod's, or
+// the host's outside a pod.
+func (o Options) identity() (string, error) {
+	if o.PodName != "" {
+		return o.PodName, nil
+	}
+	return os.Hostname()
+}
+
+// addSharedDrinks adds the coordinator that serves this replica's share of
+// the Drinks, in place of the leader's Drink controller.
+func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcile.DrinkReconciler, copts controller.Options) error {
+	id, err := o.identity()
+	if err != nil {
+		return err
+	}
+	s := *o.Sharding
+	if s.Duration == 0 {
+		s.Duration = 15 * time.Second
+	}
+	if s.Renew == 0 {
+		s.Renew = 5 * time.Second
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	log := mgr.GetLogger().WithName("shard")
+	coordinator := &shard.Coordinator{
+		Client: direct, Namespace: o.Namespace, Identity: id, Duration: s.Duration, Renew: s.Renew,
+		Log: log, KeepOnStop: s.keepOnStop,
+		OnHeld: func(b []int) {
+			shardBuckets.Set(float64(len(b)))
+			shardHandovers.Inc()
+		},
+		Serve: func(ctx context.Context, buckets []int) error {
+			return serveShare(ctx, cfg, mgr, o, *dr, copts, buckets, log)
+		},
+	}
+	return mgr.Add(shareRunnable{coordinator})
+}
+
+// shareRunnable runs the coordinator on every replica, leader or not.
+type shareRunnable struct{ c *shard.Coordinator }
+
+func (r shareRunnable) Start(ctx context.Context) error { return r.c.Start(ctx) }
+func (shareRunnable) NeedLeaderElection() bool          { return false }
+
+// serveShare runs the Drink controller over a cache of buckets' Drinks
+// and ConfigMaps until ctx ends, and returns when its last reconcile did.
+func serveShare(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, r reconcile.DrinkReconciler,
+	copts controller.Options, buckets []int, log logr.Logger) error {
+	bucketValues := make([]string, len(buckets))
+	for i, b := range buckets {
+		bucketValues[i] = shard.BucketValue(b)
+	}
+	inBuckets, err := labels.NewRequirement(shard.BucketLabel, selection.In, bucketValues)
+	if err != nil {
+		return err
+	}
+	managed, _ := managedBy.Requirements()
+	selector := shard.Selector(buckets)
+	share, err := cache.New(cfg, cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		DefaultNamespaces: servedNamespaces(o.WatchNamespaces),
+		ByObject: map[client.Object]cache.ByObject{
+			// The buckets' ConfigMaps, by the label the reconciler writes.
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBuckets), Transform: reconcile.TrimConfigMap},
+			&drinksv1.Drink{}:   {Transform: reconcile.TrimDrink},
+		},
+		// The buckets' Drinks, by the API server's shard selector, which
+		// controller-runtime has no option for.
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			if _, ok := obj.(*drinksv1.Drink); ok {
+				lw = withShardSelector(lw, selector)
+			}
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	matcher := shard.NewMatcher(buckets)
+	r.Shard = &matcher
+	r.Client = shareClient{Client: mgr.GetClient(), share: share}
+	c, err := r.NewShareController(mgr, share, copts)
+	if err != nil {
+		return err
+	}
+	drinks, err := share.GetInformer(ctx, &drinksv1.Drink{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := drinks.AddEventHandler(unselectedCounter(matcher, log)); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		if err := share.Start(ctx); err != nil {
+			log.Error(err, "the cache of the buckets stopped")
+		}
+	})
+	if !share.WaitForCacheSync(ctx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("the cache of buckets %v did not sync", buckets)
+	}
+	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share}).Start(ctx) })
+	return c.Start(ctx)
+}
+
+// withShardSelector sets selector on every list and watch of lw.
+func withShardSelector(lw toolscache.ListerWatcher, selector string) toolscache.ListerWatcher {
+	inner := toolscache.ToListerWatcherWithContext(lw)
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.ShardSelector = selector
+			return inner.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.ShardSelector = selector
+			return inner.WatchWithContext(ctx, opts)
+		},
+	}
+}
+
+// unselectedCounter checks on the client each Drink the API server sends:
+// one outside the buckets means the server ignored the selector. The
+// reconciler then filters (DrinkReconciler.Shard); this says so, once per
+// share in the log and for every such Drink in a metric, because the
+// replica then holds every Drink in memory.
+func unselectedCounter(m shard.Matcher, log logr.Logger) toolscache.ResourceEventHandler {
+	var once sync.Once
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		o, ok := obj.(runtime.Object)
+		if !ok {
+			return
+		}
+		if in, err := m.Matches(o); err == nil && !in {
+			shardUnselected.Inc()
+			once.Do(func() {
+				log.Info("the API server sent Drinks outside this replica's buckets: it ignores the shard selector " +
+					"(is kube-apiserver's ShardedListAndWatch feature gate on?); filtering on the client, with every Drink in this replica's memory")
+			})
+		}
+	}}
+}
+
+// shareClient reads Drinks and ConfigMaps from the share's cache and
+// everything else as the manager's client does.
+type shareClient struct {
+	client.Client
+	share cache.Cache
+}
+
+func (c shareClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *drinksv1.Drink, *corev1.ConfigMap:
+		return c.share.Get(ctx, key, obj, opts...)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c shareClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *drinksv1.DrinkList, *corev1.ConfigMapList:
+		return c.share.List(ctx, list, opts...)
+	}
+	return c.Client.List(ctx, list, opts...)
+}

@@ -1,0 +1,126 @@
+package shard_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/shard"
+	"github.com/example/myoperator/test/framework/testenv"
+)
+
+// TestFence decides requests against Leases on a real API server: the
+// holder of the Drink's bucket is admitted, another member refused with
+// the bucket named, and what is not a shard member's write to a Drink's
+// object is admitted.
+func TestFence(t *testing.T) {
+	_, _, c := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNS}}); err != nil {
+		t.Fatal(err)
+	}
+	const uid = types.UID("3f1e2d4c-5b6a-4978-8a1b-2c3d4e5f6a7b")
+	b := shard.BucketOf(uid)
+	now := metav1.NewMicroTime(time.Now())
+	for _, l := range []*coordinationv1.Lease{
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.BucketLeaseName(b), Labels: map[string]string{shard.BucketLabel: shard.BucketValue(b)}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-holder")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-holder"), Labels: map[string]string{shard.MemberLabel: "true"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-holder"), RenewTime: &now}},
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-other"), Labels: map[string]string{shard.MemberLabel: "true"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-other"), RenewTime: &now}},
+	} {
+		l.Namespace = membersNS
+		if err := c.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drink := &drinksv1.Drink{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Drink"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "latte", UID: uid}}
+	owned := func(kind, apiVersion string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "latte", UID: "cm-uid",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "latte", UID: uid, Controller: ptr.To(true)}}}}
+	}
+	raw := func(o runtime.Object) []byte {
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	req := func(pod string, op admissionv1.Operation, resource metav1.GroupVersionResource, sub string, obj, old []byte) admission.Request {
+		r := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: op, Resource: resource, SubResource: sub, Namespace: "cafe", Name: "latte",
+			Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old},
+			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:myoperator-system:myoperator-controller-manager"},
+		}}
+		if pod != "" {
+			r.UserInfo.Extra = map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {pod}}
+		}
+		return r
+	}
+	drinks := metav1.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "drinks"}
+	configmaps := metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	f := &shard.Fence{Reader: c, Namespace: membersNS}
+	for _, tt := range []struct {
+		name    string
+		req     admission.Request
+		allowed bool
+		code    int32  // for an error, not a denial
+		message string // in a denial
+	}{
+		{name: "the holder writes the Drink's status", req: req("pod-holder", admissionv1.Update, drinks, "status", raw(drink), raw(drink)), allowed: true},
+		{name: "the holder writes its ConfigMap", req: req("pod-holder", admissionv1.Update, configmaps, "", raw(owned("Drink", "example.com/v1")), nil), allowed: true},
+		{name: "another member writes the Drink's status", req: req("pod-other", admissionv1.Update, drinks, "status", raw(drink), raw(drink)),
+			message: "pod pod-other does not hold bucket " + shard.BucketValue(b) + " of the Drinks"},
+		{name: "another member creates its ConfigMap", req: req("pod-other", admissionv1.Create, configmaps, "", raw(owned("Drink", "example.com/v1alpha1")), nil),
+			message: "holder: pod-holder"},
+		{name: "another member deletes its ConfigMap", req: req("pod-other", admissionv1.Delete, configmaps, "", nil, raw(owned("Drink", "example.com/v1"))),
+			message: "configmaps cafe/latte"},
+		{name: "a pod that is no member (no sharding)", req: req("pod-leader", admissionv1.Update, drinks, "status", raw(drink), raw(drink)), allowed: true},
+		{name: "a token bound to no pod", req: req("", admissionv1.Update, drinks, "status", raw(drink), raw(drink)), allowed: true},
+		{name: "a ConfigMap another kind controls", req: req("pod-other", admissionv1.Update, configmaps, "", raw(owned("Guestbook", "webapp.my.domain/v1")), nil), allowed: true},
+		{name: "a Drink of another group", req: req("pod-other", admissionv1.Update, configmaps, "", raw(owned("Drink", "other.io/v1")), nil), allowed: true},
+		{name: "an object that is not JSON", req: req("pod-other", admissionv1.Update, drinks, "status", []byte("{"), nil), code: 400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := f.Handle(ctx, tt.req)
+			if resp.Allowed != tt.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", resp.Allowed, tt.allowed, resp.Result)
+			}
+			if tt.code != 0 && (resp.Result == nil || resp.Result.Code != tt.code) {
+				t.Errorf("result %+v, want code %d", resp.Result, tt.code)
+			}
+			if tt.message != "" && (resp.Result == nil || !strings.Contains(resp.Result.Message, tt.message)) {
+				t.Errorf("result %+v, want a message with %q", resp.Result, tt.message)
+			}
+		})
+	}
+
+	// Released (holder ""), the bucket admits no member.
+	l := &coordinationv1.Lease{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: membersNS, Name: shard.BucketLeaseName(b)}, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.HolderIdentity = ptr.To("")
+	if err := c.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	resp := f.Handle(ctx, req("pod-holder", admissionv1.Update, drinks, "status", raw(drink), raw(drink)))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "changing hands") {
+		t.Errorf("a released bucket: %+v, want a denial saying it is changing hands", resp.Result)
+	}
+}

@@ -1,0 +1,322 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Coordinator hands the buckets between the replicas. Each replica runs
+// one: it keeps its member Lease (Members), computes the assignment from
+// the live members (Assign) and serves exactly the buckets whose Leases
+// it holds, through Serve.
+//
+// A bucket changes hands in two steps, each a write to its Lease. The old
+// holder first stops serving it (Serve's context ends and Serve returns
+// only after its last write) and then clears the holder; only then does
+// the new owner take the Lease and start serving. A holder that is no
+// longer a live member (it stopped renewing its member Lease: crashed,
+// paused or cut off) is replaced without its consent; should it come back
+// and write, the API server refuses it, because the fence (Fence) admits
+// a write to a Drink or its ConfigMap only from the holder of the Drink's
+// bucket. Nothing is written while nothing changes hands: the bucket
+// Leases are not renewed (the member Leases say who is alive).
+type Coordinator struct {
+	// Client reads and writes Leases in Namespace, uncached.
+	Client    client.Client
+	Namespace string
+	// Identity is this replica's name (its pod's), the holder it writes.
+	Identity string
+	// Duration and Renew time the member Leases (Members); Renew is also
+	// how often the buckets are looked at.
+	Duration, Renew time.Duration
+	// Serve serves buckets (a sorted, non-empty list) until ctx ends, and
+	// returns only when nothing more is written for them. It is restarted
+	// with the new list whenever the held buckets change.
+	Serve func(ctx context.Context, buckets []int) error
+	Log   logr.Logger
+	// OnHeld, when set, is told the buckets served after every change.
+	OnHeld func(buckets []int)
+	// KeepOnStop leaves the Leases in place when ctx ends, as a crash
+	// would (tests); a replica that stops releases its buckets and its
+	// member Lease, so that the others take over at once.
+	KeepOnStop bool
+
+	mu      sync.Mutex
+	m       *Members
+	members []string
+	changed chan struct{}
+	held    []int
+	serving *run
+}
+
+// run is one Serve call.
+type run struct {
+	buckets []int
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Start coordinates until ctx ends, then stops serving and releases.
+func (c *Coordinator) Start(ctx context.Context) error {
+	c.changed = make(chan struct{}, 1)
+	members := &Members{Client: c.Client, Namespace: c.Namespace, Identity: c.Identity,
+		Duration: c.Duration, Renew: c.Renew, OnChange: c.setMembers, KeepOnStop: c.KeepOnStop}
+	c.m = members
+	membersCtx, stopMembers := context.WithCancel(context.WithoutCancel(ctx))
+	var membersErr error
+	membersDone := make(chan struct{})
+	go func() {
+		defer close(membersDone)
+		membersErr = members.Start(membersCtx)
+	}()
+	defer func() {
+		stopMembers()
+		<-membersDone
+	}()
+	tick := time.NewTicker(c.Renew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.stopServing()
+			if !c.KeepOnStop {
+				c.releaseAll()
+			}
+			return nil
+		case <-membersDone:
+			// Only an identity that cannot name a Lease ends it early.
+			c.stopServing()
+			return membersErr
+		case <-c.changed:
+		case <-tick.C:
+		}
+		if err := c.step(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error(err, "shard handover step failed; retrying", "held", c.held)
+		}
+	}
+}
+
+// setMembers is Members' OnChange: it wakes the loop.
+func (c *Coordinator) setMembers(ms []string) {
+	c.mu.Lock()
+	c.members = ms
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Held is the buckets this replica serves now.
+func (c *Coordinator) Held() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.held)
+}
+
+// step moves toward the assignment: it stops serving what it lost or must
+// give up, releases what it must give up, takes what is free or whose
+// holder is gone, and serves what it holds.
+func (c *Coordinator) step(ctx context.Context) error {
+	c.mu.Lock()
+	started := c.members != nil
+	c.mu.Unlock()
+	if !started {
+		return nil // this replica's member Lease is not written yet
+	}
+	leases, err := c.bucketLeases(ctx)
+	if err != nil {
+		return err
+	}
+	// The members read after the bucket Leases (Members.Live): a holder
+	// missing from this read is gone, not merely new.
+	members, err := c.m.Live(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(members, c.Identity) {
+		return nil
+	}
+	want := Assign(members)[c.Identity]
+	// What the API server says this replica holds: a bucket taken over
+	// while this replica was away is no longer served from this moment.
+	var mine []int
+	for b, l := range leases {
+		if l != nil && ptr.Deref(l.Spec.HolderIdentity, "") == c.Identity {
+			mine = append(mine, b)
+		}
+	}
+	release := without(mine, want)
+	kept := without(mine, release)
+	if len(without(c.current(), kept)) > 0 {
+		// Something served is lost or to be given up: stop before the
+		// Lease says so.
+		c.stopServing()
+	}
+	var errs []error
+	for _, b := range release {
+		// A failed release is tried again at the next step; the bucket is
+		// not served meanwhile.
+		l := leases[b]
+		l.Spec.HolderIdentity = ptr.To("")
+		if err := c.Client.Update(ctx, l); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Log.V(1).Info("released a bucket", "bucket", b)
+	}
+	live := map[string]bool{}
+	for _, m := range members {
+		live[m] = true
+	}
+	for _, b := range without(want, mine) {
+		l := leases[b]
+		holder := ""
+		if l != nil {
+			holder = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+		if holder != "" && live[holder] {
+			continue // its holder has not let it go yet
+		}
+		if err := c.take(ctx, b, l); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if holder != "" {
+			c.Log.Info("took over a bucket from a replica that is gone", "bucket", b, "from", holder)
+		}
+		kept = append(kept, b)
+	}
+	serve := slices.Sorted(slices.Values(kept))
+	if !slices.Equal(serve, c.current()) {
+		c.stopServing()
+		c.startServing(ctx, serve)
+	}
+	return errors.Join(errs...)
+}
+
+// take writes this replica as bucket b's holder: a create, or an update
+// of l that fails if l changed since it was read.
+func (c *Coordinator) take(ctx context.Context, b int, l *coordinationv1.Lease) error {
+	now := metav1.NewMicroTime(time.Now())
+	if l == nil {
+		return c.Client.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: BucketLeaseName(b),
+				Labels: map[string]string{BucketLabel: BucketValue(b), "app.kubernetes.io/name": "myoperator"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(c.Identity), AcquireTime: &now},
+		})
+	}
+	l.Spec.HolderIdentity = ptr.To(c.Identity)
+	l.Spec.AcquireTime = &now
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	return c.Client.Update(ctx, l)
+}
+
+// bucketLeases reads the bucket Leases, indexed by bucket (nil: none).
+func (c *Coordinator) bucketLeases(ctx context.Context) ([]*coordinationv1.Lease, error) {
+	list := &coordinationv1.LeaseList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), client.HasLabels{BucketLabel}); err != nil {
+		return nil, err
+	}
+	out := make([]*coordinationv1.Lease, Buckets)
+	for i := range list.Items {
+		l := &list.Items[i]
+		if b, ok := ParseBucket(l.Labels[BucketLabel]); ok && l.Name == BucketLeaseName(b) {
+			out[b] = l
+		}
+	}
+	return out, nil
+}
+
+// current is the buckets being served (nil: none). A Serve that returned
+// on its own (it failed) serves nothing: the step starts it again.
+func (c *Coordinator) current() []int {
+	if c.serving == nil {
+		return nil
+	}
+	select {
+	case <-c.serving.done:
+		c.serving = nil
+		return nil
+	default:
+		return c.serving.buckets
+	}
+}
+
+// startServing runs Serve for buckets (none: nothing to run).
+func (c *Coordinator) startServing(ctx context.Context, buckets []int) {
+	c.mu.Lock()
+	c.held = slices.Clone(buckets)
+	c.mu.Unlock()
+	if c.OnHeld != nil {
+		c.OnHeld(slices.Clone(buckets))
+	}
+	if len(buckets) == 0 {
+		return
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	r := &run{buckets: buckets, cancel: cancel, done: make(chan struct{})}
+	c.serving = r
+	c.Log.Info("serving the Drinks of buckets", "buckets", buckets, "selector", Selector(buckets))
+	go func() {
+		defer close(r.done)
+		if err := c.Serve(runCtx, buckets); err != nil && runCtx.Err() == nil {
+			c.Log.Error(err, "serving buckets failed; restarting at the next step", "buckets", buckets)
+		}
+	}()
+}
+
+// stopServing ends the running Serve and waits until it returned.
+func (c *Coordinator) stopServing() {
+	r := c.serving
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	c.serving = nil
+	c.mu.Lock()
+	c.held = nil
+	c.mu.Unlock()
+}
+
+// releaseAll clears the holder of every bucket Lease this replica holds,
+// once it serves none.
+func (c *Coordinator) releaseAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leases, err := c.bucketLeases(ctx)
+	if err != nil {
+		c.Log.Error(err, "could not release the buckets; the others take them when this replica's member Lease is gone")
+		return
+	}
+	for _, l := range leases {
+		if l != nil && ptr.Deref(l.Spec.HolderIdentity, "") == c.Identity {
+			l.Spec.HolderIdentity = ptr.To("")
+			_ = c.Client.Update(ctx, l)
+		}
+	}
+}
+
+// without is a minus b, in a's order.
+func without(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
