@@ -17,7 +17,10 @@
 //     component changes the ClusterRole (both forms, chosen by
 //     watchNamespaces) and adds the manager's --watch-namespaces, which
 //     the Deployment's template renders from the list; its RoleBinding per
-//     served namespace becomes one template that ranges over the list. Any
+//     served namespace becomes one template that ranges over the list. The
+//     sharding component adds the manager's --shard-drinks, rendered from
+//     shardDrinks.enabled, and sets the replicas, which replicaCount sets
+//     in the chart. Any
 //     other component that changes an object of the base is refused, since
 //     the chart could not express it.
 //   - A few fields become values (image, replicas, resources, placement,
@@ -96,6 +99,7 @@ var components = []component{
 	{dir: "prometheus", value: ".Values.prometheus.enabled", setArgs: []string{"prometheus.enabled=true"}},
 	{dir: "leader-fence", value: ".Values.leaderFence.enabled", setArgs: []string{"leaderFence.enabled=true"}},
 	{dir: "namespace-scope", value: ".Values.watchNamespaces", setArgs: []string{"watchNamespaces={team-a,team-b}"}},
+	{dir: "sharding", value: ".Values.shardDrinks.enabled", setArgs: []string{"shardDrinks.enabled=true", "replicaCount=3"}},
 }
 
 // The namespace-scope component's parts that become templates of a list.
@@ -106,16 +110,33 @@ const (
 	watchArg = "--watch-namespaces="
 )
 
+// shardArg is the sharding component's flag of the manager.
+const shardArg = "--shard-drinks"
+
 // withoutWatchArg returns a copy of a Deployment without the manager's
 // --watch-namespaces argument.
 func withoutWatchArg(o object) object {
+	return withoutArg(o, func(s string) bool { return strings.HasPrefix(s, watchArg) })
+}
+
+// withoutShardArg returns a copy of a Deployment without --shard-drinks
+// and with replicas as base has them (replicaCount sets them).
+func withoutShardArg(o, base object) object {
+	c := withoutArg(o, func(s string) bool { return s == shardArg })
+	c["spec"].(map[string]any)["replicas"] = base["spec"].(map[string]any)["replicas"]
+	return c
+}
+
+// withoutArg returns a copy of a Deployment without the containers'
+// arguments drop matches.
+func withoutArg(o object, drop func(string) bool) object {
 	var c object
 	b, _ := yaml.Marshal(o)
 	_ = yaml.Unmarshal(b, &c)
 	pod := c["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 	for _, ctr := range containers(pod, "containers") {
 		args, _ := ctr["args"].([]any)
-		ctr["args"] = slices.DeleteFunc(args, func(a any) bool { s, _ := a.(string); return strings.HasPrefix(s, watchArg) })
+		ctr["args"] = slices.DeleteFunc(args, func(a any) bool { s, _ := a.(string); return drop(s) })
 	}
 	return c
 }
@@ -236,6 +257,9 @@ type defaults struct {
 	// scoped: the chart has the namespace-scope component, whose flag the
 	// Deployment's template renders from watchNamespaces.
 	scoped bool
+	// sharded: the chart has the sharding component, whose flag the
+	// Deployment's template renders from shardDrinks.enabled.
+	sharded bool
 }
 
 // placementFields are the pod spec fields a value sets as a whole.
@@ -256,6 +280,7 @@ func build(configDir, base, version string) (*chart, error) {
 	d := defaults{operandNamespace: nsObjs[0].name(), placement: map[string]any{}, comps: haveComponents(configDir)}
 	for _, c := range d.comps {
 		d.scoped = d.scoped || c.dir == "namespace-scope"
+		d.sharded = d.sharded || c.dir == "sharding"
 	}
 
 	// Each object's forms: in the base, and under each component.
@@ -298,6 +323,10 @@ func build(configDir, base, version string) (*chart, error) {
 			case c.dir == "namespace-scope" && inBase && o.kind() == "Deployment":
 				if !equal(b, withoutWatchArg(o)) {
 					return nil, fmt.Errorf("component %s changes %s beyond %s, which the chart cannot express", c.dir, k, watchArg)
+				}
+			case c.dir == "sharding" && inBase && o.kind() == "Deployment":
+				if !equal(b, withoutShardArg(o, b)) {
+					return nil, fmt.Errorf("component %s changes %s beyond %s and the replicas, which the chart cannot express", c.dir, k, shardArg)
 				}
 			case !inBase:
 				forms[k] = []form{{cond: c.value, obj: o}}
@@ -515,6 +544,10 @@ func (d *defaults) template(src object) (string, error) {
 						args, _ := c["args"].([]any)
 						c["args"] = append(args, ph+"watchNamespaces__")
 					}
+					if d.sharded && field == "containers" {
+						args, _ := c["args"].([]any)
+						c["args"] = append(args, ph+"shardDrinks__")
+					}
 				case "bootstrap":
 					c["resources"] = ph + "bootstrapResources__"
 				}
@@ -544,7 +577,7 @@ func expand(s string) (string, error) {
 			continue
 		}
 		m := placeholderLine.FindStringSubmatch(line)
-		if m == nil || (m[2] != "") != (m[4] == "watchNamespaces") {
+		if m == nil || (m[2] != "") != (m[4] == "watchNamespaces" || m[4] == "shardDrinks") {
 			return "", fmt.Errorf("placeholder in a line the generator cannot expand: %q", line)
 		}
 		ind, key, name := m[1], m[3], m[4]
@@ -562,6 +595,8 @@ func expand(s string) (string, error) {
 			b.WriteString(ind + key + ": {{ . | quote }}\n")
 		case "watchNamespaces":
 			b.WriteString(ind + "{{- with .Values.watchNamespaces }}\n" + ind + "- " + watchArg + `{{ join "," . }}` + "\n" + ind + "{{- end }}\n")
+		case "shardDrinks":
+			b.WriteString(ind + "{{- if .Values.shardDrinks.enabled }}\n" + ind + "- " + shardArg + "\n" + ind + "{{- end }}\n")
 		case "replicas":
 			b.WriteString(ind + key + ": {{ .Values.replicaCount }}\n")
 		case "image":
@@ -646,6 +681,12 @@ func (d *defaults) valuesYAML() []byte {
 				"# namespace. Set, the manager runs with --watch-namespaces and holds its Drink\n" +
 				"# and ConfigMap rights through a RoleBinding in each of them, which must exist.\n" +
 				"watchNamespaces: []\n")
+		case "sharding":
+			b.WriteString("\n# The replicas share the Drinks (config/sharding, docs/sharding.md): each\n" +
+				"# reconciles and watches its share, behind the shard fence webhook. Set\n" +
+				"# replicaCount to the number of replicas (3 in config/sharding); the API server\n" +
+				"# needs --feature-gates=ShardedListAndWatch=true for each to receive only its share.\n" +
+				"shardDrinks:\n  enabled: false\n")
 		}
 	}
 	return []byte(b.String())
