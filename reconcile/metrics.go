@@ -128,13 +128,20 @@ const ReasonReconcilePanic = "ReconcilePanic"
 // up to date by the reconcilers would drift on every missed delete. Only
 // the leader exports them (it runs the controllers, so its cache holds
 // these kinds; a standby would have to start informers for them), so a
-// sum over replicas counts each object once.
+// sum over replicas counts each object once. With the Drinks shared among
+// the replicas, each runs one over the cache of its share instead.
 type Inventory struct {
 	// Reader is the manager's cache.
 	Reader client.Reader
 	// Versions is the table of Drink versions, each served one a series
 	// even at 0; empty means drinksversions.Drinks.
 	Versions drinksversions.Table
+	// NoDrinks and NoGuestbooks leave a kind out: with the Drinks shared,
+	// the leader exports the Guestbooks and each share its Drinks.
+	NoDrinks, NoGuestbooks bool
+	// InShare, when set, counts only the Drinks it accepts (a share's
+	// cache may hold others: an API server without the shard selector).
+	InShare func(*drinksv1.Drink) bool
 }
 
 // NeedLeaderElection returns true: see Inventory.
@@ -143,15 +150,21 @@ func (i *Inventory) NeedLeaderElection() bool { return true }
 // Start exports the counts until the context ends (leadership lost or
 // the manager stopping).
 func (i *Inventory) Start(ctx context.Context) error {
-	inventory.set(i.Reader, i.Versions.OrDrinks())
+	d := &drinkSource{reader: i.Reader, versions: i.Versions.OrDrinks(), inShare: i.InShare}
+	if !i.NoDrinks {
+		inventory.setDrinks(d)
+	}
+	if !i.NoGuestbooks {
+		inventory.setGuestbooks(i.Reader)
+	}
 	<-ctx.Done()
-	inventory.clear(i.Reader)
+	inventory.clear(d, i.Reader)
 	return nil
 }
 
 var (
 	drinksDesc = prometheus.NewDesc("myoperator_drinks",
-		"Drinks by the API version their spec was last written in (unknown: never recorded) and by their Ready condition (true, false, unknown). Exported by the leader only.",
+		"Drinks by the API version their spec was last written in (unknown: never recorded) and by their Ready condition (true, false, unknown). Exported by the leader only, or with --shard-drinks by each replica for its share.",
 		[]string{"authored_version", "ready"}, nil)
 	guestbooksDesc = prometheus.NewDesc("myoperator_guestbooks",
 		"Guestbooks by their Ready condition (true, false, unknown). Exported by the leader only.",
@@ -161,24 +174,40 @@ var (
 // inventoryCollector is the one registered collector behind Inventory: the
 // registry is global, a manager (and its cache) is not.
 type inventoryCollector struct {
-	mu       sync.Mutex
+	mu         sync.Mutex
+	drinks     *drinkSource
+	guestbooks client.Reader
+}
+
+// drinkSource is where the Drinks are counted from.
+type drinkSource struct {
 	reader   client.Reader
 	versions drinksversions.Table
+	inShare  func(*drinksv1.Drink) bool
 }
 
-func (c *inventoryCollector) set(r client.Reader, versions drinksversions.Table) {
+func (c *inventoryCollector) setDrinks(d *drinkSource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reader, c.versions = r, versions
+	c.drinks = d
 }
 
-// clear stops exporting r's counts, unless another manager of the process
-// has taken over since.
-func (c *inventoryCollector) clear(r client.Reader) {
+func (c *inventoryCollector) setGuestbooks(r client.Reader) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.reader == r {
-		c.reader = nil
+	c.guestbooks = r
+}
+
+// clear stops exporting d's and r's counts, unless another manager (or
+// share) of the process has taken over since.
+func (c *inventoryCollector) clear(d *drinkSource, r client.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drinks == d {
+		c.drinks = nil
+	}
+	if c.guestbooks == r {
+		c.guestbooks = nil
 	}
 }
 
@@ -189,17 +218,35 @@ func (c *inventoryCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	r, versions := c.reader, c.versions
+	ds, gr := c.drinks, c.guestbooks
 	c.mu.Unlock()
-	if r == nil {
-		return
-	}
 	// The cache answers from memory; the bound only guards a scrape against
 	// an informer that has not synced.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if ds != nil {
+		ds.collect(ctx, ch)
+	}
+	if gr == nil {
+		return
+	}
+	guestbooks := &webappv1.GuestbookList{}
+	if err := gr.List(ctx, guestbooks, client.UnsafeDisableDeepCopy); err == nil {
+		counts := map[string]int{"true": 0, "false": 0, "unknown": 0}
+		for i := range guestbooks.Items {
+			counts[readyLabel(guestbooks.Items[i].Status.Conditions, webappv1.ConditionReady)]++
+		}
+		for s, n := range counts {
+			ch <- prometheus.MustNewConstMetric(guestbooksDesc, prometheus.GaugeValue, float64(n), s)
+		}
+	}
+}
+
+// collect counts the Drinks by authored version and Ready.
+func (d *drinkSource) collect(ctx context.Context, ch chan<- prometheus.Metric) {
+	versions := d.versions
 	drinks := &drinksv1.DrinkList{}
-	if err := r.List(ctx, drinks, client.UnsafeDisableDeepCopy); err == nil {
+	if err := d.reader.List(ctx, drinks, client.UnsafeDisableDeepCopy); err == nil {
 		// Every served version and status appears, at 0 when none: an
 		// alert on "no Drink authored in a deprecated version" needs a
 		// series to read.
@@ -210,25 +257,18 @@ func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		for i := range drinks.Items {
-			d := &drinks.Items[i]
-			v := AuthoredVersion(d)
+			dr := &drinks.Items[i]
+			if d.inShare != nil && !d.inShare(dr) {
+				continue
+			}
+			v := AuthoredVersion(dr)
 			if v == "" {
 				v = "unknown"
 			}
-			counts[[2]string{v, readyLabel(d.Status.Conditions, drinksv1.ConditionReady)}]++
+			counts[[2]string{v, readyLabel(dr.Status.Conditions, drinksv1.ConditionReady)}]++
 		}
 		for k, n := range counts {
 			ch <- prometheus.MustNewConstMetric(drinksDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
-		}
-	}
-	guestbooks := &webappv1.GuestbookList{}
-	if err := r.List(ctx, guestbooks, client.UnsafeDisableDeepCopy); err == nil {
-		counts := map[string]int{"true": 0, "false": 0, "unknown": 0}
-		for i := range guestbooks.Items {
-			counts[readyLabel(guestbooks.Items[i].Status.Conditions, webappv1.ConditionReady)]++
-		}
-		for s, n := range counts {
-			ch <- prometheus.MustNewConstMetric(guestbooksDesc, prometheus.GaugeValue, float64(n), s)
 		}
 	}
 }

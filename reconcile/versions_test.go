@@ -96,7 +96,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 			}
 			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(drink("one", "v1"), drink("two", "v1")).Build()
 			c := &inventoryCollector{}
-			c.set(reader, tc.table)
+			c.setDrinks(&drinkSource{reader: reader, versions: tc.table})
 			series := drinkSeries(t, c)
 			if got := series[[2]string{"v1", "unknown"}]; got != 2 {
 				t.Errorf("v1 Drinks not Ready: %v, want 2 (series %v)", got, series)
@@ -204,5 +204,37 @@ func TestCourseForm(t *testing.T) {
 	inCourse := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LayoutAnnotation: "v1+course"}}}
 	if diff := cmp.Diff([]string{"drink", "name"}, staleKeys(drinksversions.Drinks, inCourse, "v1")); diff != "" {
 		t.Errorf("stale keys on leaving the course form (-want +got):\n%s", diff)
+	}
+}
+
+// TestInventoryOfAShare: with the Drinks shared, a share counts only the
+// Drinks InShare accepts, and a collector without a Guestbook source
+// exports no Guestbook series (the leader's).
+func TestInventoryOfAShare(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{drinksv1.AddToScheme, webappv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine", Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}}}
+	theirs := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs", Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}}}
+	gb := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "gb"}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mine, theirs, gb).Build()
+	c := &inventoryCollector{}
+	c.setDrinks(&drinkSource{reader: reader, versions: drinksversions.Drinks, inShare: func(d *drinksv1.Drink) bool { return d.Name == "mine" }})
+	if got := drinkSeries(t, c)[[2]string{"v1", "unknown"}]; got != 1 {
+		t.Errorf("v1 Drinks of the share: %v, want 1", got)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "myoperator_guestbooks" {
+			t.Errorf("a share exports Guestbooks: %v", f)
+		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
+	"github.com/example/myoperator/internal/readbytes"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/internal/webhook"
@@ -297,6 +298,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// Writes are counted per reconcile at the transport (see writecount).
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(writecount.Transport)
+	// And the bytes of what it reads, by resource (sharing the Drinks is
+	// measured by them).
+	cfg.Wrap(readbytes.Transport)
 	var lock *leaderlock.Lock
 	if o.LeaderElection {
 		var err error
@@ -428,7 +432,11 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 		Records: records,
 	}
 	if o.Sharding != nil {
-		// Every replica serves its share and counts it (Inventory).
+		// Every replica serves its share and counts its Drinks
+		// (Inventory); the leader counts the Guestbooks.
+		if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache(), NoDrinks: true}); err != nil {
+			return err
+		}
 		return addSharedDrinks(cfg, mgr, o, drinks, copts)
 	}
 	if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache()}); err != nil {

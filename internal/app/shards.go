@@ -177,7 +177,8 @@ func serveShare(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Optio
 		}
 		return fmt.Errorf("the cache of buckets %v did not sync", buckets)
 	}
-	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share}).Start(ctx) })
+	inShare := func(d *drinksv1.Drink) bool { ok, err := matcher.Matches(d); return err == nil && ok }
+	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share, NoGuestbooks: true, InShare: inShare}).Start(ctx) })
 	return c.Start(ctx)
 }
 
