@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/myoperator/test/framework/shardaudit"
 )
 
 // probedNamespace holds the pods whose readiness the suite's pod runner
@@ -105,8 +107,27 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 		return "", err
 	}
 	patches, _ := conf["componentsPatches"].([]any)
+	// The API server sends a replica only its share of the Drinks
+	// (sharing_test.go), as a cluster with the alpha feature would.
+	if err := addAPIServerArg(patches, "feature-gates", "ShardedListAndWatch=true"); err != nil {
+		return "", err
+	}
 	conf["componentsPatches"] = append(patches, map[string]any{"name": "kube-controller-manager",
 		"extraArgs": []any{map[string]any{"key": "vmodule", "value": "garbagecollector=5"}}})
+	// The audit log of the writes the sharing feature replays.
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(policy, []byte(shardaudit.Policy(operatorNS)), 0o644); err != nil {
+		return "", err
+	}
+	options, _ := conf["options"].(map[string]any)
+	if options == nil {
+		options = map[string]any{}
+	}
+	options["kubeAuditPolicy"] = policy
+	conf["options"] = options
 	if routing, err = yaml.Marshal(conf); err != nil {
 		return "", err
 	}
@@ -117,6 +138,21 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	}
 	path := filepath.Join(dir, "kwokctl-stages.yaml")
 	return path, os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// addAPIServerArg adds an argument to the kube-apiserver patch of
+// hack/kwok/aggregator-routing.yaml.
+func addAPIServerArg(patches []any, key, value string) error {
+	for _, p := range patches {
+		m, _ := p.(map[string]any)
+		if m["name"] != "kube-apiserver" {
+			continue
+		}
+		args, _ := m["extraArgs"].([]any)
+		m["extraArgs"] = append(args, map[string]any{"key": key, "value": value})
+		return nil
+	}
+	return fmt.Errorf("hack/kwok/aggregator-routing.yaml has no kube-apiserver patch")
 }
 
 // addNamespaceRequirement narrows a stage to pods in probedNamespace (op

@@ -32,6 +32,11 @@ func TestNamespaceScope(t *testing.T) {
 		ownCluster("it applies config/namespace-scope-default over the install and config/default back, which fits only the install the suite made"))
 }
 
+func TestSharing(t *testing.T) {
+	runFeature(t, sharing(),
+		ownCluster("it applies config/sharding-default over the install and config/default back, which fits only the install the suite made"))
+}
+
 func TestRetireV1alpha1(t *testing.T) {
 	runFeature(t, retireV1alpha1(),
 		destructive("it stops serving example.com/v1alpha1 Drink for every client of the cluster, then removes it from the CRD, before serving it again"),
