@@ -111,12 +111,13 @@ func namespaceScope() features.Feature {
 }
 
 // rollOut applies a kustomization of the repository over the install
-// (server-side, as the suite installs) and waits for the Deployment's
-// rollout and a Ready operator.
-func rollOut(ctx context.Context, t *testing.T, cfg *envconf.Config, dir string) {
+// (server-side, as the suite installs, with extra arguments such as
+// --force-conflicts) and waits for the Deployment's rollout and a Ready
+// operator.
+func rollOut(ctx context.Context, t *testing.T, cfg *envconf.Config, dir string, extra ...string) {
 	t.Helper()
 	start := time.Now()
-	if out, err := kubectl(cfg, "apply", "--server-side", "-k", filepath.Join(root, dir)); err != nil {
+	if out, err := kubectl(cfg, append([]string{"apply", "--server-side", "-k", filepath.Join(root, dir)}, extra...)...); err != nil {
 		t.Fatalf("kubectl apply -k %s: %v: %s", dir, err, out)
 	}
 	if out, err := kubectl(cfg, "rollout", "status", "-n", operatorNS, "deployment/"+operatorDeployment, "--timeout=3m"); err != nil {

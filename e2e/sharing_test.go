@@ -160,7 +160,8 @@ func sharing() features.Feature {
 					t.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
 				}
 			}
-			rollOut(ctx, t, cfg, installedConfig())
+			// The install takes the replicas back from kubectl scale.
+			rollOut(ctx, t, cfg, installedConfig(), "--force-conflicts")
 			for _, args := range [][]string{
 				{"delete", "lease", "-n", operatorNS, "-l", shard.BucketLabel, "--ignore-not-found"},
 				{"delete", "lease", "-n", operatorNS, "-l", shard.MemberLabel, "--ignore-not-found"},

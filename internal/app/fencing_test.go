@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -27,11 +26,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/shardaudit"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/reliability"
 )
@@ -477,29 +476,11 @@ func waitDrinksConverged(ctx context.Context, t *testing.T, admin client.Client)
 // and to.
 func readAudit(t *testing.T, path string, from, to time.Time) []auditv1.Event {
 	t.Helper()
-	f, err := os.Open(path)
+	events, err := shardaudit.Read(path, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	var out []auditv1.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditv1.Event
-		if err := yaml.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("audit log: %v", err)
-		}
-		at := e.StageTimestamp.Time // MicroTime's own Before takes a MicroTime
-		if e.Stage != auditv1.StageResponseComplete || at.Before(from) || at.After(to) {
-			continue
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return events
 }
 
 // byFence: the fence refused the request (its binding's Audit action

@@ -1,4 +1,4 @@
-// Package shardaudit replays an API server's audit log to check the
+// Package shardaudit reads and replays an API server's audit log to check the
 // handovers of replicas that share the Drinks (internal/shard): it follows
 // the holder of every bucket through the writes to the bucket's Lease, and
 // finds each admitted write to a Drink's status or ConfigMap that came from
