@@ -445,6 +445,22 @@ bench-config-outage: k8s-binaries build ## OperatorConfig outage at N=BENCH_OUTA
 	@mkdir -p $(dir $(BENCH_OUTAGE_RESULTS))
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -outage -n $(BENCH_OUTAGE_N) -reconciles 16 $(BENCH_FLAGS) -out $(BENCH_OUTAGE_RESULTS)
 
+# make bench-shards: for each N of BENCH_SHARDS_N, N Drinks created while
+# 1, 2 and 4 replicas run (BENCH_SHARDS_REPLICAS; one runs as the default
+# single leader, more with --shard-drinks on an API server with
+# ShardedListAndWatch), and the largest count again without the feature
+# gate; one JSON record per run (machine, command, commit) appended to
+# BENCH_SHARDS_RESULTS. docs/sharding.md reads it.
+BENCH_SHARDS_N ?= 50000
+BENCH_SHARDS_REPLICAS ?= 1,2,4
+BENCH_SHARDS_RESULTS ?= $(ROOT)/test/bench/results/shards.jsonl
+
+.PHONY: bench-shards
+bench-shards: k8s-binaries build ## Replicas that share the Drinks at N=BENCH_SHARDS_N: convergence, each replica's heap and Drink bytes read, writes after convergence, with 1, 2, 4 replicas and without the feature gate (about 25 min at 50,000).
+	go build -o $(BIN)/bench ./test/bench/cmd/bench
+	@mkdir -p $(dir $(BENCH_SHARDS_RESULTS))
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shards $(BENCH_SHARDS_REPLICAS) -shards-gate-off -n $(BENCH_SHARDS_N) -reconciles 16 $(BENCH_FLAGS) -out $(BENCH_SHARDS_RESULTS)
+
 ##@ Container image
 
 # docker when a Docker engine answers, else podman (installed when missing).

@@ -61,6 +61,12 @@ type PlaneOptions struct {
 	// AuditPolicy, when set, is an audit policy (YAML) the API server
 	// applies, writing one JSON event per line to workDir/audit.log.
 	AuditPolicy string
+	// FeatureGates, when set, is the API server's --feature-gates.
+	FeatureGates string
+	// EtcdQuotaBytes, when set, is etcd's --quota-backend-bytes (its
+	// default, 2 GiB, holds about 200,000 Drinks with their ConfigMaps
+	// and history only until compaction falls behind).
+	EtcdQuotaBytes int64
 }
 
 // AuditLog is where a control plane with PlaneOptions.AuditPolicy writes.
@@ -86,6 +92,15 @@ func StartControlPlaneWith(ctx context.Context, root, workDir string, o PlaneOpt
 		args := env.ControlPlane.GetAPIServer().Configure()
 		args.Set("audit-policy-file", policy)
 		args.Set("audit-log-path", AuditLog(workDir))
+	}
+	if o.FeatureGates != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", o.FeatureGates)
+	}
+	if o.EtcdQuotaBytes > 0 {
+		if env.ControlPlane.Etcd == nil {
+			env.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(o.EtcdQuotaBytes, 10))
 	}
 	return startControlPlane(ctx, root, workDir, env)
 }

@@ -53,6 +53,12 @@ func run() error {
 	flag.StringVar(&report, "report", "", "Print the table of the records in this JSON-lines file and exit.")
 	flag.BoolVar(&outage, "outage", false, "Measure only the OperatorConfig outage: for each N of -n, converge N Drinks on a fresh control plane (-reconciles' first value), delete OperatorConfig cluster, recreate it as the bootstrap does, and count every write; -out gets one record per N with the machine, command and commit.")
 	flag.IntVar(&outageWorkers, "outage-workers", 16, "Client concurrency of the Drink creates before the outage (-outage).")
+	var shards string
+	var shardWorkers int
+	var shardsGateOff bool
+	flag.StringVar(&shards, "shards", "", "Measure only replicas that share the Drinks: for each N of -n and each replica count here (for example 1,2,4; one replica runs as the default install's single leader), create N Drinks while the replicas run and record convergence, each replica's heap and Drink bytes read, and the writes after convergence; -out gets one record per run with the machine, command and commit.")
+	flag.IntVar(&shardWorkers, "shard-workers", 16, "Client concurrency of the Drink creates (-shards).")
+	flag.BoolVar(&shardsGateOff, "shards-gate-off", false, "With -shards, measure the largest replica count again on an API server without ShardedListAndWatch (each replica filters on the client).")
 	flag.Parse()
 	if report != "" {
 		recs, err := readRecords(report)
@@ -90,6 +96,13 @@ func run() error {
 	defer stop()
 	if outage {
 		return runOutage(ctx, cfg, sizes, outageWorkers, out)
+	}
+	if shards != "" {
+		replicas, err := bench.ParseInts(shards)
+		if err != nil {
+			return err
+		}
+		return runShards(ctx, cfg, sizes, replicas, shardWorkers, shardsGateOff, out)
 	}
 
 	var recs []bench.Record
@@ -200,6 +213,53 @@ func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, 
 	}
 	cfg.Logf("done")
 	return nil
+}
+
+// shardRecord is one -shards run with where it was made.
+type shardRecord struct {
+	bench.ShardRun
+	Command, Commit, ManagerVersion string
+	Machine                         machine
+}
+
+func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, gateOff bool, out string) error {
+	head := shardRecord{Command: strings.Join(os.Args, " ")}
+	var err error
+	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
+		return err
+	}
+	if head.Machine, err = machineOf(ctx); err != nil {
+		return err
+	}
+	if head.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+		return err
+	}
+	for _, n := range sizes {
+		cfg.N = n
+		runs, err := bench.RunShards(ctx, cfg, replicas, workers, gateOff)
+		for _, r := range runs {
+			rec := head
+			rec.ShardRun = r
+			if err := appendRecord(out, rec); err != nil {
+				return err
+			}
+			fmt.Printf("N=%d replicas=%d sharded=%v gate=%v: converged %.1fs (creates %.1fs); heap MiB %v; Drinks read MiB %v; unselected %v; writes after convergence %s\n",
+				r.N, r.Replicas, r.Sharded, r.FeatureGate, r.Seconds, r.CreateSeconds, mibOf(r.HeapInuse), mibOf(r.DrinkReadBytes), r.Unselected, r.Steady)
+		}
+		if err != nil {
+			return fmt.Errorf("at %d Drinks: %w (logs in %s)", n, err, cfg.WorkDir)
+		}
+	}
+	cfg.Logf("done")
+	return nil
+}
+
+func mibOf(v []float64) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.1f", x/(1<<20))
+	}
+	return out
 }
 
 func printOutage(rec outageRecord) {
