@@ -38,8 +38,6 @@ type ShardingOptions struct {
 	// Lease still counts as a member; Renew how often each replica renews
 	// it and looks at the buckets. Zero uses 15 s and 5 s.
 	Duration, Renew time.Duration
-	// keepOnStop, set by tests only, leaves the Leases behind as a crash.
-	keepOnStop bool
 }
 
 // ShardFenceWebhookConfig is config/sharding's webhook configuration, which
@@ -95,7 +93,7 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 	log := mgr.GetLogger().WithName("shard")
 	coordinator := &shard.Coordinator{
 		Client: direct, Namespace: o.Namespace, Identity: id, Duration: s.Duration, Renew: s.Renew,
-		Log: log, KeepOnStop: s.keepOnStop,
+		Log: log,
 		OnHeld: func(b []int) {
 			shardBuckets.Set(float64(len(b)))
 			shardHandovers.Inc()

@@ -55,7 +55,6 @@ type Coordinator struct {
 	m       *Members
 	members []string
 	changed chan struct{}
-	held    []int
 	serving *run
 }
 
@@ -101,7 +100,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if err := c.step(ctx); err != nil && ctx.Err() == nil {
-			c.Log.Error(err, "shard handover step failed; retrying", "held", c.held)
+			c.Log.Error(err, "shard handover step failed; retrying", "serving", c.current())
 		}
 	}
 }
@@ -115,13 +114,6 @@ func (c *Coordinator) setMembers(ms []string) {
 	case c.changed <- struct{}{}:
 	default:
 	}
-}
-
-// Held is the buckets this replica serves now.
-func (c *Coordinator) Held() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.held)
 }
 
 // step moves toward the assignment: it stops serving what it lost or must
@@ -257,9 +249,6 @@ func (c *Coordinator) current() []int {
 
 // startServing runs Serve for buckets (none: nothing to run).
 func (c *Coordinator) startServing(ctx context.Context, buckets []int) {
-	c.mu.Lock()
-	c.held = slices.Clone(buckets)
-	c.mu.Unlock()
 	if c.OnHeld != nil {
 		c.OnHeld(slices.Clone(buckets))
 	}
@@ -287,9 +276,6 @@ func (c *Coordinator) stopServing() {
 	r.cancel()
 	<-r.done
 	c.serving = nil
-	c.mu.Lock()
-	c.held = nil
-	c.mu.Unlock()
 }
 
 // releaseAll clears the holder of every bucket Lease this replica holds,

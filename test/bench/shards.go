@@ -174,7 +174,7 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 		run.Unselected = append(run.Unselected, met.Value("myoperator_shard_unselected_drinks_total"))
 	}
 	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, steady writes %s", cfg.N, name,
-		mib(run.HeapInuse), mib(run.DrinkReadBytes), run.Unselected, run.Steady)
+		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Steady)
 	return run, nil
 }
 
@@ -200,7 +200,8 @@ func waitBuckets(ctx context.Context, c client.Client, ids []string, timeout tim
 	})
 }
 
-func mib(v []float64) []float64 {
+// MiB is v in MiB, to one decimal.
+func MiB(v []float64) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
 		out[i] = float64(int(x/(1<<20)*10+0.5)) / 10

@@ -244,7 +244,7 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 				return err
 			}
 			fmt.Printf("N=%d replicas=%d sharded=%v gate=%v: converged %.1fs (creates %.1fs); heap MiB %v; Drinks read MiB %v; unselected %v; writes after convergence %s\n",
-				r.N, r.Replicas, r.Sharded, r.FeatureGate, r.Seconds, r.CreateSeconds, mibOf(r.HeapInuse), mibOf(r.DrinkReadBytes), r.Unselected, r.Steady)
+				r.N, r.Replicas, r.Sharded, r.FeatureGate, r.Seconds, r.CreateSeconds, bench.MiB(r.HeapInuse), bench.MiB(r.DrinkReadBytes), r.Unselected, r.Steady)
 		}
 		if err != nil {
 			return fmt.Errorf("at %d Drinks: %w (logs in %s)", n, err, cfg.WorkDir)
@@ -252,14 +252,6 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 	}
 	cfg.Logf("done")
 	return nil
-}
-
-func mibOf(v []float64) []string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i] = fmt.Sprintf("%.1f", x/(1<<20))
-	}
-	return out
 }
 
 func printOutage(rec outageRecord) {
