@@ -191,12 +191,16 @@ func (r *DrinkReconciler) instrumented(reader client.Reader) *instrumented {
 // from the manager's cache. It is not added to the manager: the caller
 // starts it, with share, for as long as the replica serves the share,
 // and r.Client reads Drinks and ConfigMaps from share.
-func (r *DrinkReconciler) NewShareController(mgr ctrl.Manager, share cache.Cache, opts controller.Options) (controller.Controller, error) {
+//
+// Its reconciles run only while they hold one of slots, which the
+// controllers of every bucket a replica serves share: together they run no
+// more reconciles at once than the leader's one controller would.
+func (r *DrinkReconciler) NewShareController(mgr ctrl.Manager, share cache.Cache, opts controller.Options, slots chan struct{}) (controller.Controller, error) {
 	// Each share's controller is a new one under the same name, so that
 	// its metrics continue the last one's.
 	opts.SkipNameValidation = ptr.To(true)
 	opts.Logger = mgr.GetLogger()
-	opts.Reconciler = r.instrumented(share)
+	opts.Reconciler = limited{slots: slots, inner: r.instrumented(share)}
 	opts.LogConstructor = func(req *ctrl.Request) logr.Logger {
 		log := mgr.GetLogger().WithValues("controller", "drink", "controllerGroup", drinksv1.GroupVersion.Group, "controllerKind", "Drink")
 		if req != nil {
@@ -218,7 +222,7 @@ func (r *DrinkReconciler) NewShareController(mgr ctrl.Manager, share cache.Cache
 		source.Kind(share, client.Object(&drinksv1.Drink{}), &handler.EnqueueRequestForObject{}, inShare),
 		source.Kind(share, client.Object(&corev1.ConfigMap{}),
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &drinksv1.Drink{}, handler.OnlyControllerOwner())),
-		source.Kind(mgr.GetCache(), client.Object(&operatorv1alpha1.OperatorConfig{}), revisitAll(r.Client, &drinksv1.DrinkList{})),
+		untilStopped(mgr.GetCache(), &operatorv1alpha1.OperatorConfig{}, revisitAll(r.Client, &drinksv1.DrinkList{})),
 	} {
 		if err := c.Watch(src); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,8 +175,10 @@ var (
 // inventoryCollector is the one registered collector behind Inventory: the
 // registry is global, a manager (and its cache) is not.
 type inventoryCollector struct {
-	mu         sync.Mutex
-	drinks     *drinkSource
+	mu sync.Mutex
+	// drinks are summed: a replica sharing the Drinks serves its buckets
+	// through several caches at once (one per set of buckets it took).
+	drinks     []*drinkSource
 	guestbooks client.Reader
 }
 
@@ -189,7 +192,7 @@ type drinkSource struct {
 func (c *inventoryCollector) setDrinks(d *drinkSource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.drinks = d
+	c.drinks = append(c.drinks, d)
 }
 
 func (c *inventoryCollector) setGuestbooks(r client.Reader) {
@@ -198,14 +201,12 @@ func (c *inventoryCollector) setGuestbooks(r client.Reader) {
 	c.guestbooks = r
 }
 
-// clear stops exporting d's and r's counts, unless another manager (or
-// share) of the process has taken over since.
+// clear stops exporting d's and r's counts; r's only unless another
+// manager of the process has taken over since.
 func (c *inventoryCollector) clear(d *drinkSource, r client.Reader) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.drinks == d {
-		c.drinks = nil
-	}
+	c.drinks = slices.DeleteFunc(c.drinks, func(x *drinkSource) bool { return x == d })
 	if c.guestbooks == r {
 		c.guestbooks = nil
 	}
@@ -218,14 +219,14 @@ func (c *inventoryCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	ds, gr := c.drinks, c.guestbooks
+	ds, gr := slices.Clone(c.drinks), c.guestbooks
 	c.mu.Unlock()
 	// The cache answers from memory; the bound only guards a scrape against
 	// an informer that has not synced.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if ds != nil {
-		ds.collect(ctx, ch)
+	if len(ds) > 0 {
+		collectDrinks(ctx, ds, ch)
 	}
 	if gr == nil {
 		return
@@ -242,35 +243,47 @@ func (c *inventoryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// collect counts the Drinks by authored version and Ready.
-func (d *drinkSource) collect(ctx context.Context, ch chan<- prometheus.Metric) {
-	versions := d.versions
-	drinks := &drinksv1.DrinkList{}
-	if err := d.reader.List(ctx, drinks, client.UnsafeDisableDeepCopy); err == nil {
-		// Every served version and status appears, at 0 when none: an
-		// alert on "no Drink authored in a deprecated version" needs a
-		// series to read.
-		counts := map[[2]string]int{}
-		for _, v := range versions.Served() {
-			for _, s := range []string{"true", "false", "unknown"} {
-				counts[[2]string{v, s}] = 0
-			}
-		}
-		for i := range drinks.Items {
-			dr := &drinks.Items[i]
-			if d.inShare != nil && !d.inShare(dr) {
-				continue
-			}
-			v := AuthoredVersion(dr)
-			if v == "" {
-				v = "unknown"
-			}
-			counts[[2]string{v, readyLabel(dr.Status.Conditions, drinksv1.ConditionReady)}]++
-		}
-		for k, n := range counts {
-			ch <- prometheus.MustNewConstMetric(drinksDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+// collectDrinks counts the Drinks of every source by authored version
+// and Ready; a source that cannot list adds nothing.
+func collectDrinks(ctx context.Context, sources []*drinkSource, ch chan<- prometheus.Metric) {
+	// Every served version and status appears, at 0 when none: an alert on
+	// "no Drink authored in a deprecated version" needs a series to read.
+	counts := map[[2]string]int{}
+	for _, v := range sources[0].versions.Served() {
+		for _, s := range []string{"true", "false", "unknown"} {
+			counts[[2]string{v, s}] = 0
 		}
 	}
+	listed := false
+	for _, d := range sources {
+		listed = d.count(ctx, counts) || listed
+	}
+	if !listed {
+		return
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(drinksDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+}
+
+// count adds d's Drinks to counts and says whether it could list them.
+func (d *drinkSource) count(ctx context.Context, counts map[[2]string]int) bool {
+	drinks := &drinksv1.DrinkList{}
+	if err := d.reader.List(ctx, drinks, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	for i := range drinks.Items {
+		dr := &drinks.Items[i]
+		if d.inShare != nil && !d.inShare(dr) {
+			continue
+		}
+		v := AuthoredVersion(dr)
+		if v == "" {
+			v = "unknown"
+		}
+		counts[[2]string{v, readyLabel(dr.Status.Conditions, drinksv1.ConditionReady)}]++
+	}
+	return true
 }
 
 // readyLabel is the Ready condition's status as a label value; a missing

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,6 +93,11 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 		return err
 	}
 	log := mgr.GetLogger().WithName("shard")
+	// One Drink controller runs per bucket served; together they run at
+	// most --max-concurrent-reconciles reconciles at once, as the leader's
+	// one controller would.
+	slots := make(chan struct{}, max(1, copts.MaxConcurrentReconciles))
+	unselected := unselectedCounter(log)
 	coordinator := &shard.Coordinator{
 		Client: direct, Namespace: o.Namespace, Identity: id, Duration: s.Duration, Renew: s.Renew,
 		Log: log,
@@ -98,8 +105,8 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 			shardBuckets.Set(float64(len(b)))
 			shardHandovers.Inc()
 		},
-		Serve: func(ctx context.Context, buckets []int) error {
-			return serveShare(ctx, cfg, mgr, o, *dr, copts, buckets, log)
+		Serve: func(ctx context.Context, bucket int) error {
+			return serveBucket(ctx, cfg, mgr, o, *dr, copts, slots, bucket, unselected)
 		},
 	}
 	return mgr.Add(shareRunnable{coordinator})
@@ -111,34 +118,33 @@ type shareRunnable struct{ c *shard.Coordinator }
 func (r shareRunnable) Start(ctx context.Context) error { return r.c.Start(ctx) }
 func (shareRunnable) NeedLeaderElection() bool          { return false }
 
-// serveShare runs the Drink controller over a cache of buckets' Drinks
+// serveBucket runs a Drink controller over a cache of one bucket's Drinks
 // and ConfigMaps until ctx ends, and returns when its last reconcile did.
-func serveShare(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, r reconcile.DrinkReconciler,
-	copts controller.Options, buckets []int, log logr.Logger) error {
-	bucketValues := make([]string, len(buckets))
-	for i, b := range buckets {
-		bucketValues[i] = shard.BucketValue(b)
-	}
-	inBuckets, err := labels.NewRequirement(shard.BucketLabel, selection.In, bucketValues)
+// Its reconciles take a slot of slots while they run.
+func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, r reconcile.DrinkReconciler,
+	copts controller.Options, slots chan struct{}, bucket int, unselected func()) error {
+	buckets := []int{bucket}
+	inBucket, err := labels.NewRequirement(shard.BucketLabel, selection.Equals, []string{shard.BucketValue(bucket)})
 	if err != nil {
 		return err
 	}
 	managed, _ := managedBy.Requirements()
 	selector := shard.Selector(buckets)
+	matcher := shard.NewMatcher(buckets)
 	share, err := cache.New(cfg, cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		DefaultNamespaces: servedNamespaces(o.WatchNamespaces),
 		ByObject: map[client.Object]cache.ByObject{
-			// The buckets' ConfigMaps, by the label the reconciler writes.
-			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBuckets), Transform: reconcile.TrimConfigMap},
+			// The bucket's ConfigMaps, by the label the reconciler writes.
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBucket), Transform: reconcile.TrimConfigMap},
 			&drinksv1.Drink{}:   {Transform: reconcile.TrimDrink},
 		},
-		// The buckets' Drinks, by the API server's shard selector, which
+		// The bucket's Drinks, by the API server's shard selector, which
 		// controller-runtime has no option for.
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			if _, ok := obj.(*drinksv1.Drink); ok {
-				lw = withShardSelector(lw, selector)
+				lw = withShardSelector(lw, selector, matcher, unselected)
 			}
 			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 		},
@@ -146,18 +152,10 @@ func serveShare(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Optio
 	if err != nil {
 		return err
 	}
-	matcher := shard.NewMatcher(buckets)
 	r.Shard = &matcher
 	r.Client = shareClient{Client: mgr.GetClient(), share: share}
-	c, err := r.NewShareController(mgr, share, copts)
+	c, err := r.NewShareController(mgr, share, copts, slots)
 	if err != nil {
-		return err
-	}
-	drinks, err := share.GetInformer(ctx, &drinksv1.Drink{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	if _, err := drinks.AddEventHandler(unselectedCounter(matcher, log)); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -166,55 +164,83 @@ func serveShare(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Optio
 	defer wg.Wait()
 	wg.Go(func() {
 		if err := share.Start(ctx); err != nil {
-			log.Error(err, "the cache of the buckets stopped")
+			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
 		}
 	})
 	if !share.WaitForCacheSync(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("the cache of buckets %v did not sync", buckets)
+		return fmt.Errorf("the cache of bucket %d did not sync", bucket)
 	}
 	inShare := func(d *drinksv1.Drink) bool { ok, err := matcher.Matches(d); return err == nil && ok }
 	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share, NoGuestbooks: true, InShare: inShare}).Start(ctx) })
 	return c.Start(ctx)
 }
 
-// withShardSelector sets selector on every list and watch of lw.
-func withShardSelector(lw toolscache.ListerWatcher, selector string) toolscache.ListerWatcher {
+// withShardSelector sets selector on every list and watch of lw, and
+// drops on the client whatever m does not match, calling outside for each:
+// an API server without the ShardedListAndWatch feature gate ignores the
+// selector and sends every Drink, and the bucket's cache must still hold
+// only its own.
+func withShardSelector(lw toolscache.ListerWatcher, selector string, m shard.Matcher, outside func()) toolscache.ListerWatcher {
 	inner := toolscache.ToListerWatcherWithContext(lw)
+	keep := func(o runtime.Object) bool {
+		if in, err := m.Matches(o); err == nil && !in {
+			outside()
+			return false
+		}
+		return true
+	}
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.ShardSelector = selector
-			return inner.ListWithContext(ctx, opts)
+			list, err := inner.ListWithContext(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return nil, err
+			}
+			kept := slices.DeleteFunc(slices.Clone(items), func(o runtime.Object) bool { return !keep(o) })
+			if len(kept) < len(items) {
+				if err := meta.SetList(list, kept); err != nil {
+					return nil, err
+				}
+			}
+			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.ShardSelector = selector
-			return inner.WatchWithContext(ctx, opts)
+			w, err := inner.WatchWithContext(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				switch e.Type {
+				case watch.Added, watch.Modified, watch.Deleted:
+					return e, keep(e.Object)
+				}
+				return e, true // bookmarks and errors
+			}), nil
 		},
 	}
 }
 
-// unselectedCounter checks on the client each Drink the API server sends:
-// one outside the buckets means the server ignored the selector. The
-// reconciler then filters (DrinkReconciler.Shard); this says so, once per
-// share in the log and for every such Drink in a metric, because the
-// replica then holds every Drink in memory.
-func unselectedCounter(m shard.Matcher, log logr.Logger) toolscache.ResourceEventHandler {
+// unselectedCounter counts each Drink the API server sent outside the
+// bucket a cache asked for: the server ignored the selector. It says so
+// once per manager in the log, and for every such Drink in a metric,
+// because the replica then receives every Drink once per bucket it holds.
+func unselectedCounter(log logr.Logger) func() {
 	var once sync.Once
-	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		o, ok := obj.(runtime.Object)
-		if !ok {
-			return
-		}
-		if in, err := m.Matches(o); err == nil && !in {
-			shardUnselected.Inc()
-			once.Do(func() {
-				log.Info("the API server sent Drinks outside this replica's buckets: it ignores the shard selector " +
-					"(is kube-apiserver's ShardedListAndWatch feature gate on?); filtering on the client, with every Drink in this replica's memory")
-			})
-		}
-	}}
+	return func() {
+		shardUnselected.Inc()
+		once.Do(func() {
+			log.Info("the API server sent Drinks outside this replica's buckets: it ignores the shard selector " +
+				"(is kube-apiserver's ShardedListAndWatch feature gate on?); filtering on the client, receiving every Drink once per bucket held")
+		})
+	}
 }
 
 // shareClient reads Drinks and ConfigMaps from the share's cache and

@@ -39,12 +39,15 @@ type Coordinator struct {
 	// Duration and Renew time the member Leases (Members); Renew is also
 	// how often the buckets are looked at.
 	Duration, Renew time.Duration
-	// Serve serves buckets (a sorted, non-empty list) until ctx ends, and
-	// returns only when nothing more is written for them. It is restarted
-	// with the new list whenever the held buckets change.
-	Serve func(ctx context.Context, buckets []int) error
+	// Serve serves one bucket until ctx ends, and returns only when
+	// nothing more is written for it. One runs per bucket held, so that a
+	// handover starts or stops only the Serve of the buckets that move:
+	// the buckets kept go on without a pause, their Drinks are not listed
+	// again, and their reconciles do not queue behind those of the Drinks
+	// taken over.
+	Serve func(ctx context.Context, bucket int) error
 	Log   logr.Logger
-	// OnHeld, when set, is told the buckets served after every change.
+	// OnHeld, when set, is told all the buckets served after every change.
 	OnHeld func(buckets []int)
 	// KeepOnStop leaves the Leases in place when ctx ends, as a crash
 	// would (tests); a replica that stops releases its buckets and its
@@ -55,14 +58,15 @@ type Coordinator struct {
 	m       *Members
 	members []string
 	changed chan struct{}
-	serving *run
+	// serving are the running Serve calls, one per bucket.
+	serving []*run
 }
 
 // run is one Serve call.
 type run struct {
-	buckets []int
-	cancel  context.CancelFunc
-	done    chan struct{}
+	bucket int
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // Start coordinates until ctx ends, then stops serving and releases.
@@ -150,11 +154,9 @@ func (c *Coordinator) step(ctx context.Context) error {
 	}
 	release := without(mine, want)
 	kept := without(mine, release)
-	if len(without(c.current(), kept)) > 0 {
-		// Something served is lost or to be given up: stop before the
-		// Lease says so.
-		c.stopServing()
-	}
+	// Each run serving something lost or to be given up stops before the
+	// Lease says so; what it served and keeps is served again below.
+	changed := c.stopLosing(kept)
 	var errs []error
 	for _, b := range release {
 		// A failed release is tried again at the next step; the bucket is
@@ -191,10 +193,16 @@ func (c *Coordinator) step(ctx context.Context) error {
 		}
 		kept = append(kept, b)
 	}
-	serve := slices.Sorted(slices.Values(kept))
-	if !slices.Equal(serve, c.current()) {
-		c.stopServing()
-		c.startServing(ctx, serve)
+	if add := without(kept, c.current()); len(add) > 0 {
+		slices.Sort(add)
+		c.Log.Info("serving the Drinks of buckets", "added", add, "selector", Selector(add))
+		for _, b := range add {
+			c.startServing(ctx, b)
+		}
+		changed = true
+	}
+	if changed && c.OnHeld != nil {
+		c.OnHeld(c.current())
 	}
 	return errors.Join(errs...)
 }
@@ -232,50 +240,60 @@ func (c *Coordinator) bucketLeases(ctx context.Context) ([]*coordinationv1.Lease
 	return out, nil
 }
 
-// current is the buckets being served (nil: none). A Serve that returned
-// on its own (it failed) serves nothing: the step starts it again.
+// current is the buckets being served, sorted (nil: none). A Serve that
+// returned on its own (it failed) serves nothing: the step starts it
+// again.
 func (c *Coordinator) current() []int {
-	if c.serving == nil {
-		return nil
-	}
-	select {
-	case <-c.serving.done:
-		c.serving = nil
-		return nil
-	default:
-		return c.serving.buckets
-	}
+	var out []int
+	c.serving = slices.DeleteFunc(c.serving, func(r *run) bool {
+		select {
+		case <-r.done:
+			return true
+		default:
+			out = append(out, r.bucket)
+			return false
+		}
+	})
+	slices.Sort(out)
+	return out
 }
 
-// startServing runs Serve for buckets (none: nothing to run).
-func (c *Coordinator) startServing(ctx context.Context, buckets []int) {
-	if c.OnHeld != nil {
-		c.OnHeld(slices.Clone(buckets))
-	}
-	if len(buckets) == 0 {
-		return
-	}
+// startServing runs Serve for bucket b.
+func (c *Coordinator) startServing(ctx context.Context, b int) {
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &run{buckets: buckets, cancel: cancel, done: make(chan struct{})}
-	c.serving = r
-	c.Log.Info("serving the Drinks of buckets", "buckets", buckets, "selector", Selector(buckets))
+	r := &run{bucket: b, cancel: cancel, done: make(chan struct{})}
+	c.serving = append(c.serving, r)
 	go func() {
 		defer close(r.done)
-		if err := c.Serve(runCtx, buckets); err != nil && runCtx.Err() == nil {
-			c.Log.Error(err, "serving buckets failed; restarting at the next step", "buckets", buckets)
+		if err := c.Serve(runCtx, b); err != nil && runCtx.Err() == nil {
+			c.Log.Error(err, "serving a bucket failed; restarting at the next step", "bucket", b)
 		}
 	}()
 }
 
-// stopServing ends the running Serve and waits until it returned.
-func (c *Coordinator) stopServing() {
-	r := c.serving
-	if r == nil {
-		return
+// stopLosing ends, all at once, the Serve of every bucket outside keep,
+// waits until they returned, and says whether there was one.
+func (c *Coordinator) stopLosing(keep []int) bool {
+	var stop []*run
+	c.serving = slices.DeleteFunc(c.serving, func(r *run) bool {
+		if slices.Contains(keep, r.bucket) {
+			return false
+		}
+		stop = append(stop, r)
+		return true
+	})
+	for _, r := range stop {
+		r.cancel()
 	}
-	r.cancel()
-	<-r.done
-	c.serving = nil
+	for _, r := range stop {
+		<-r.done
+	}
+	return len(stop) > 0
+}
+
+// stopServing ends every run and waits until they returned.
+func (c *Coordinator) stopServing() {
+	c.stopLosing(nil)
 }
 
 // releaseAll clears the holder of every bucket Lease this replica holds,

@@ -3,6 +3,7 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,32 +24,64 @@ type serving struct {
 	by      [shard.Buckets]string
 	overlap []string
 	starts  int
+	// ended counts each replica's Serve calls that returned.
+	ended map[string]int
 }
 
-func (s *serving) serve(id string) func(context.Context, []int) error {
-	return func(ctx context.Context, buckets []int) error {
+func (s *serving) serve(id string) func(context.Context, int) error {
+	return func(ctx context.Context, b int) error {
 		s.mu.Lock()
 		s.starts++
-		for _, b := range buckets {
-			if s.by[b] != "" && s.by[b] != id {
-				s.overlap = append(s.overlap, fmt.Sprintf("bucket %d: %s starts while %s serves it", b, id, s.by[b]))
-			}
-			s.by[b] = id
+		if s.by[b] != "" {
+			s.overlap = append(s.overlap, fmt.Sprintf("bucket %d: %s starts while %s serves it", b, id, s.by[b]))
 		}
+		s.by[b] = id
 		s.mu.Unlock()
 		<-ctx.Done()
 		// A write in flight as the context ends is still this replica's:
 		// Serve returns only after it.
 		time.Sleep(50 * time.Millisecond)
 		s.mu.Lock()
-		for _, b := range buckets {
-			if s.by[b] == id {
-				s.by[b] = ""
-			}
+		if s.ended == nil {
+			s.ended = map[string]int{}
+		}
+		s.ended[id]++
+		if s.by[b] == id {
+			s.by[b] = ""
 		}
 		s.mu.Unlock()
 		return nil
 	}
+}
+
+// holders is who serves each bucket now.
+func (s *serving) holders() [shard.Buckets]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.by
+}
+
+// movedFrom counts the buckets one of ids served in before and another
+// serves in after.
+func movedFrom(before, after [shard.Buckets]string, ids []string) int {
+	n := 0
+	for b := range before {
+		if slices.Contains(ids, before[b]) && after[b] != before[b] {
+			n++
+		}
+	}
+	return n
+}
+
+// endedOf is how many Serve calls of ids returned.
+func (s *serving) endedOf(ids ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		n += s.ended[id]
+	}
+	return n
 }
 
 // shares is how many buckets each replica serves, and "" how many none.
@@ -116,6 +149,11 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	_ = start("replica-d", false)
 	waitShares(t, s, "replica-a", "replica-b", "replica-c", "replica-d")
 
+	// A replica leaving ends only the Serve of the buckets that move:
+	// its own, and the few the new assignment moves between the others.
+	survivors := []string{"replica-b", "replica-c", "replica-d"}
+	held, endedBefore := s.holders(), s.endedOf(survivors...)
+
 	// A graceful stop: its buckets move at once.
 	stopped := time.Now()
 	a.stop()
@@ -124,6 +162,11 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	}
 	waitShares(t, s, "replica-b", "replica-c", "replica-d")
 	t.Logf("replica-a stopped: its buckets served by the others after %.1f s", time.Since(stopped).Seconds())
+	if got, want := s.endedOf(survivors...)-endedBefore, movedFrom(held, s.holders(), survivors); got != want {
+		t.Errorf("replica-a leaving ended %d of the others' Serve calls, want %d: the buckets that moved between them", got, want)
+	}
+	survivors = []string{"replica-b", "replica-d"}
+	held, endedBefore = s.holders(), s.endedOf(survivors...)
 
 	// A crash: the Leases stay; the others wait out the member Lease.
 	crashed := time.Now()
@@ -140,6 +183,9 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	}
 	waitShares(t, s, "replica-b", "replica-d")
 	t.Logf("replica-c crashed: its buckets served by the others after %.1f s", time.Since(crashed).Seconds())
+	if got, want := s.endedOf(survivors...)-endedBefore, movedFrom(held, s.holders(), survivors); got != want {
+		t.Errorf("replica-c crashing ended %d of the others' Serve calls, want %d: the buckets that moved between them", got, want)
+	}
 	b.stop()
 	if err := <-b.done; err != nil {
 		t.Fatal(err)

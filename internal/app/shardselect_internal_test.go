@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/shard"
+)
+
+// TestBucketCacheWithoutTheGate: an API server without ShardedListAndWatch
+// ignores a bucket cache's selector and sends every Drink; the cache still
+// holds only the bucket's, from its first list and from its watch, and
+// every Drink dropped is counted.
+func TestBucketCacheWithoutTheGate(t *testing.T) {
+	// envtest directly: test/framework/testenv imports this package.
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd/bases"}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "bucket"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(from, to int) {
+		for i := from; i < to; i++ {
+			d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%03d", i)},
+				Spec: drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea"}}
+			if err := c.Create(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create(0, 64)
+	// Of 16 buckets, a quarter of the Drinks on average: some in, some out.
+	buckets := []int{0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60}
+	m := shard.NewMatcher(buckets)
+	var outside atomic.Int64
+	share, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}},
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			return toolscache.NewSharedIndexInformer(withShardSelector(lw, shard.Selector(buckets), m, func() { outside.Add(1) }), obj, resync, idx)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := share.GetInformer(ctx, &drinksv1.Drink{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = share.Start(ctx) }()
+	if !share.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	create(64, 128)
+	eventually(t, 30*time.Second, func() string {
+		all := &drinksv1.DrinkList{}
+		if err := c.List(ctx, all); err != nil {
+			return err.Error()
+		}
+		want := 0
+		for i := range all.Items {
+			if ok, _ := m.Matches(&all.Items[i]); ok {
+				want++
+			}
+		}
+		held := &drinksv1.DrinkList{}
+		if err := share.List(ctx, held); err != nil {
+			return err.Error()
+		}
+		for i := range held.Items {
+			if ok, _ := m.Matches(&held.Items[i]); !ok {
+				return fmt.Sprintf("the cache holds %s, outside its buckets", held.Items[i].Name)
+			}
+		}
+		if len(held.Items) != want {
+			return fmt.Sprintf("the cache holds %d Drinks, want the %d of its buckets", len(held.Items), want)
+		}
+		if got := outside.Load(); got < int64(len(all.Items)-want) {
+			return fmt.Sprintf("%d Drinks counted as sent outside the buckets, want at least %d", got, len(all.Items)-want)
+		}
+		return ""
+	})
+}
+
+// eventually fails t unless f returns "" within timeout.
+func eventually(t *testing.T, timeout time.Duration, f func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := f()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
