@@ -412,6 +412,8 @@ BENCH_FLAGS ?=
 # make bench-full measures the manager's default concurrency only: a sweep
 # of K converges once more per K, 6 to 8 minutes each at 50,000.
 BENCH_FULL_FLAGS ?= -reconciles 16
+# make bench-full ends with make bench-shards (yes) or not (no).
+BENCH_FULL_SHARDS ?= yes
 # A lock file each benchmark run holds while it measures (for example
 # /tmp/myoperator-heavy.lock), so that nothing else sharing it loads the
 # machine or the webhook port 9443 meanwhile; empty takes no lock.
@@ -431,6 +433,7 @@ bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENC
 		$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n $$n -step 5s $(BENCH_FULL_FLAGS) $(BENCH_FLAGS) -out $(BENCH_RESULTS) >/dev/null || exit 1; \
 	done; done
 	$(BIN)/bench -report $(BENCH_RESULTS)
+	$(if $(filter yes,$(BENCH_FULL_SHARDS)),$(MAKE) bench-shards)
 
 # make bench-config-outage: BENCH_OUTAGE_N Drinks converged, then OperatorConfig
 # cluster deleted and recreated as the bootstrap does; every write the API
@@ -447,19 +450,28 @@ bench-config-outage: k8s-binaries build ## OperatorConfig outage at N=BENCH_OUTA
 
 # make bench-shards: for each N of BENCH_SHARDS_N, N Drinks created while
 # 1, 2 and 4 replicas run (BENCH_SHARDS_REPLICAS; one runs as the default
-# single leader, more with --shard-drinks on an API server with
+# single leader, more with --shard-drinks and the fence on an API server with
 # ShardedListAndWatch), and the largest count again without the feature
 # gate; one JSON record per run (machine, command, commit) appended to
-# BENCH_SHARDS_RESULTS. docs/sharding.md reads it.
-BENCH_SHARDS_N ?= 50000
+# BENCH_SHARDS_RESULTS. Then, at BENCH_SHARDS_FAULTS_N, a SIGKILL of one of 4
+# replicas under probe Drinks and a scale 1 -> 4 -> 2 -> 1 under the creates,
+# each replayed from the API server's audit log, into
+# BENCH_SHARDS_FAULTS_RESULTS. Every replica runs with the memory limit
+# BENCH_SHARDS_MEMORY_LIMIT (bytes; 2 GiB fits one leader with 200,000
+# Drinks). docs/sharding.md reads both files.
+BENCH_SHARDS_N ?= 50000,200000
 BENCH_SHARDS_REPLICAS ?= 1,2,4
 BENCH_SHARDS_RESULTS ?= $(ROOT)/test/bench/results/shards.jsonl
+BENCH_SHARDS_FAULTS_N ?= 200000
+BENCH_SHARDS_FAULTS_RESULTS ?= $(ROOT)/test/bench/results/shard-faults.jsonl
+BENCH_SHARDS_MEMORY_LIMIT ?= 2147483648
 
 .PHONY: bench-shards
-bench-shards: k8s-binaries build ## Replicas that share the Drinks at N=BENCH_SHARDS_N: convergence, each replica's heap and Drink bytes read, writes after convergence, with 1, 2, 4 replicas and without the feature gate (about 25 min at 50,000).
+bench-shards: k8s-binaries build ## Replicas that share the Drinks at N=BENCH_SHARDS_N (1, 2, 4 replicas, and without the feature gate: convergence, heap, Drink bytes read, writes after convergence), then a SIGKILL of 1 of 4 and a scale 1 -> 4 -> 2 -> 1 at BENCH_SHARDS_FAULTS_N.
 	go build -o $(BIN)/bench ./test/bench/cmd/bench
-	@mkdir -p $(dir $(BENCH_SHARDS_RESULTS))
-	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shards $(BENCH_SHARDS_REPLICAS) -shards-gate-off -n $(BENCH_SHARDS_N) -reconciles 16 $(BENCH_FLAGS) -out $(BENCH_SHARDS_RESULTS)
+	@mkdir -p $(dir $(BENCH_SHARDS_RESULTS)) $(dir $(BENCH_SHARDS_FAULTS_RESULTS))
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shards $(BENCH_SHARDS_REPLICAS) -shards-gate-off -n $(BENCH_SHARDS_N) -reconciles 16 -shard-memory-limit $(BENCH_SHARDS_MEMORY_LIMIT) $(BENCH_FLAGS) -out $(BENCH_SHARDS_RESULTS)
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shard-kill 4 -shard-scale 1,4,2,1 -n $(BENCH_SHARDS_FAULTS_N) -reconciles 16 -shard-memory-limit $(BENCH_SHARDS_MEMORY_LIMIT) $(BENCH_FLAGS) -out $(BENCH_SHARDS_FAULTS_RESULTS)
 
 ##@ Container image
 

@@ -92,6 +92,9 @@ func StartControlPlaneWith(ctx context.Context, root, workDir string, o PlaneOpt
 		args := env.ControlPlane.GetAPIServer().Configure()
 		args.Set("audit-policy-file", policy)
 		args.Set("audit-log-path", AuditLog(workDir))
+		// One file, never rotated (the default rotates at 100 MB): the
+		// replay reads the whole run.
+		args.Set("audit-log-maxsize", "1000000")
 	}
 	if o.FeatureGates != "" {
 		env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", o.FeatureGates)

@@ -3,22 +3,17 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
-
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/example/myoperator/internal/shard"
 )
 
 // ShardRun is one measurement of replicas that share the Drinks
 // (docs/sharding.md): N Drinks created, at Workers at once, while Replicas
-// managers run, each with --shard-drinks unless it is the only one (the
-// default install's single leader).
+// managers run, each with --shard-drinks and behind config/sharding's fence
+// unless it is the only one (the default install's single leader). Each
+// runs as the operator's ServiceAccount from a pod-bound token
+// (startShardPlane); records before Identity was added ran every manager
+// as the administrator, without the fence.
 type ShardRun struct {
 	Date        string
 	N           int
@@ -38,16 +33,19 @@ type ShardRun struct {
 	// left out: the replicas renew their member Leases).
 	Steady      Writes
 	MemoryLimit float64
+	// Handovers are each replica's changes of the buckets it serves
+	// (myoperator_shard_handovers_total), its first included.
+	Handovers []float64
+	// Identity: the replicas ran as the ServiceAccount, the sharded ones
+	// behind the fence.
+	Identity bool
 }
 
 // RunShards measures cfg.N Drinks with each number of replicas, and, with
 // gateOff, the largest number again on an API server without the feature
 // gate (each replica then receives every Drink and filters on the client).
-func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gateOff bool) ([]ShardRun, error) {
-	limit, err := ManifestMemoryLimit()
-	if err != nil {
-		return nil, err
-	}
+// Each replica runs with limit as its memory limit (bytes).
+func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gateOff bool, limit float64) ([]ShardRun, error) {
 	cfg.memoryLimit = limit
 	type plan struct {
 		k    int
@@ -73,93 +71,42 @@ func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gat
 }
 
 func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (ShardRun, error) {
-	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers}
+	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true}
 	name := fmt.Sprintf("shards-k%d", k)
-	opts := PlaneOptions{EtcdQuotaBytes: 8 << 30}
-	if gate {
-		opts.FeatureGates = "ShardedListAndWatch=true"
-	} else {
+	if !gate {
 		name += "-nogate"
 	}
 	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-%s", cfg.N, name))
 	cfg.Logf("N=%d %s: starting kube-apiserver and etcd", cfg.N, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return run, err
-	}
-	cp, err := StartControlPlaneWith(ctx, cfg.Root, dir, opts)
+	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: gate, Fence: run.Sharded}, int64(cfg.memoryLimit))
 	if err != nil {
 		return run, err
 	}
 	defer cp.Stop()
-	var managers []*Manager
-	defer func() {
-		for _, m := range managers {
-			m.Stop()
-		}
-	}()
-	reconciles := 16
-	if len(cfg.Reconciles) > 0 {
-		reconciles = cfg.Reconciles[0]
-	}
-	var ids []string
-	for i := range k {
-		id := "bench-" + strconv.Itoa(i)
-		ids = append(ids, id)
-		o := ManagerOptions{
-			Binary: cfg.Manager, Kubeconfig: cp.Kubeconfig, LogFile: filepath.Join(dir, id+".log"),
-			MetricsPort: cfg.BasePort + 3*i, ProbePort: cfg.BasePort + 3*i + 1, PprofPort: cfg.BasePort + 3*i + 2,
-			MaxConcurrentReconciles: reconciles, LeaderElect: true, MemoryLimit: int64(cfg.memoryLimit),
-			ExtraArgs: []string{"--pod-name=" + id},
-		}
-		if i > 0 {
-			// config/local sends admission to 9443: the first replica's.
-			o.WebhookPort = cfg.BasePort + 30 + i
-		}
-		if run.Sharded {
-			o.ExtraArgs = append(o.ExtraArgs, "--shard-drinks")
-		}
-		m, err := StartReady(ctx, o)
-		if err != nil {
-			return run, err
-		}
-		managers = append(managers, m)
+	defer reps.stopAll()
+	reps.single = !run.Sharded
+	if err := reps.start(ctx, upToSlice(k)...); err != nil {
+		return run, err
 	}
 	if run.Sharded {
-		if err := waitBuckets(ctx, cp.Client, ids, 2*time.Minute); err != nil {
+		if err := waitAssigned(ctx, cp.Client, reps.ids(), 2*time.Minute); err != nil {
 			return run, err
 		}
 	}
 	if err := cp.CreateNamespace(ctx, drinkNS); err != nil {
 		return run, err
 	}
-	wait, err := watchConvergence(ctx, cp.Config, drinkNS, cfg.N, 60*time.Minute)
+	seconds, creates, err := createConverged(ctx, cp, cfg.N, workers)
 	if err != nil {
 		return run, err
 	}
-	start := time.Now()
-	load := runWorkers(ctx, workers, upTo(cfg.N), func(ctx context.Context, i int) error {
-		return cp.Client.Create(ctx, newDrink(drinkNS, i))
-	})
-	if load.FirstErr != nil {
-		return run, fmt.Errorf("creating Drinks: %d of %d failed, first: %w", load.Errors, cfg.N, load.FirstErr)
-	}
-	converged, err := wait()
-	if err != nil {
-		return run, err
-	}
-	run.Seconds, run.CreateSeconds = converged.Sub(start).Seconds(), load.Elapsed.Seconds()
+	run.Seconds, run.CreateSeconds = seconds, creates
 	cfg.Logf("N=%d %s: converged in %.1fs (creates %.1fs); counting writes for %s", cfg.N, name, run.Seconds, run.CreateSeconds, cfg.Window)
-	before, err := cp.APIMetrics(ctx)
-	if err != nil {
+	if run.Steady, err = cp.writesFor(ctx, cfg.Window); err != nil {
 		return run, err
 	}
-	time.Sleep(cfg.Window)
-	after, err := cp.APIMetrics(ctx)
-	if err != nil {
-		return run, err
-	}
-	run.Steady = writesOf(after).Minus(writesOf(before))
-	for _, m := range managers {
+	for _, i := range upToSlice(k) {
+		m := reps.running[i]
 		mem, err := m.MeasureMemory(ctx)
 		if err != nil {
 			return run, err
@@ -172,32 +119,11 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 		run.RSS = append(run.RSS, mem.RSS)
 		run.DrinkReadBytes = append(run.DrinkReadBytes, met.Sum("myoperator_api_read_bytes_total", func(l map[string]string) bool { return l["resource"] == "drinks" }))
 		run.Unselected = append(run.Unselected, met.Value("myoperator_shard_unselected_drinks_total"))
+		run.Handovers = append(run.Handovers, met.Value("myoperator_shard_handovers_total"))
 	}
-	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, steady writes %s", cfg.N, name,
-		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Steady)
+	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s", cfg.N, name,
+		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady)
 	return run, nil
-}
-
-// waitBuckets waits until ids hold the 64 bucket Leases between them.
-func waitBuckets(ctx context.Context, c client.Client, ids []string, timeout time.Duration) error {
-	return poll(ctx, time.Now().Add(timeout), time.Second, func() (bool, error) {
-		list := &coordinationv1.LeaseList{}
-		if err := c.List(ctx, list, client.InNamespace(OperatorNamespace), client.HasLabels{shard.BucketLabel}); err != nil {
-			return false, err
-		}
-		held := map[string]int{}
-		for _, l := range list.Items {
-			held[ptr.Deref(l.Spec.HolderIdentity, "")]++
-		}
-		total := 0
-		for _, id := range ids {
-			if held[id] == 0 {
-				return false, nil
-			}
-			total += held[id]
-		}
-		return total == shard.Buckets, nil
-	})
 }
 
 // MiB is v in MiB, to one decimal.
@@ -207,4 +133,26 @@ func MiB(v []float64) []float64 {
 		out[i] = float64(int(x/(1<<20)*10+0.5)) / 10
 	}
 	return out
+}
+
+// createConverged creates n Drinks in drinkNS on workers at once and
+// waits until each is Ready with its ConfigMap: the seconds from the first
+// create to that, and of the creates alone.
+func createConverged(ctx context.Context, cp *ControlPlane, n, workers int) (float64, float64, error) {
+	wait, err := watchConvergence(ctx, cp.Config, drinkNS, n, 4*time.Hour)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	load := runWorkers(ctx, workers, upTo(n), func(ctx context.Context, i int) error {
+		return cp.Client.Create(ctx, newDrink(drinkNS, i))
+	})
+	if load.FirstErr != nil {
+		return 0, 0, fmt.Errorf("creating Drinks: %d of %d failed, first: %w", load.Errors, n, load.FirstErr)
+	}
+	converged, err := wait()
+	if err != nil {
+		return 0, 0, err
+	}
+	return converged.Sub(start).Seconds(), load.Elapsed.Seconds(), nil
 }

@@ -2,6 +2,7 @@ package shardaudit
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -10,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/internal/shard"
 )
@@ -46,6 +46,16 @@ rules:
 // Read returns the completed requests of the audit log at path whose
 // stage ends between from and to.
 func Read(path string, from, to time.Time) ([]auditv1.Event, error) {
+	return ReadWhere(path, func(e *auditv1.Event) bool {
+		at := e.StageTimestamp.Time
+		return !at.Before(from) && !at.After(to)
+	})
+}
+
+// ReadWhere returns the completed requests of the audit log at path that
+// keep accepts. It streams the log, so that a bench's log of hundreds of
+// thousands of writes is held only as far as keep wants it.
+func ReadWhere(path string, keep func(*auditv1.Event) bool) ([]auditv1.Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -55,17 +65,37 @@ func Read(path string, from, to time.Time) ([]auditv1.Event, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
+		// The API server writes one JSON object per line.
 		var e auditv1.Event
-		if err := yaml.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("audit log %s: %w", path, err)
 		}
-		at := e.StageTimestamp.Time
-		if e.Stage != auditv1.StageResponseComplete || at.Before(from) || at.After(to) {
+		if e.Stage != auditv1.StageResponseComplete || !keep(&e) {
 			continue
 		}
 		out = append(out, e)
 	}
 	return out, sc.Err()
+}
+
+// IsBucketLease says whether e wrote a bucket Lease: Replay needs every
+// such write since the replicas started, whatever the window of the other
+// writes.
+func IsBucketLease(e *auditv1.Event) bool {
+	if e.ObjectRef == nil || e.ObjectRef.Resource != "leases" {
+		return false
+	}
+	_, ok := bucketOfLease(e.ObjectRef.Name)
+	return ok
+}
+
+// bucketOfLease is the bucket whose Lease is called name.
+func bucketOfLease(name string) (int, bool) {
+	var b int
+	if _, err := fmt.Sscanf(name, "myoperator-bucket-%02d", &b); err != nil || b < 0 || b >= shard.Buckets || name != shard.BucketLeaseName(b) {
+		return 0, false
+	}
+	return b, true
 }
 
 // Result is what Replay found.
@@ -102,8 +132,8 @@ func Replay(events []auditv1.Event, operatorNamespace, namespace string, uids ma
 		if r == nil || r.Resource != "leases" || r.Namespace != operatorNamespace || !isWrite(e.Verb) || !admitted(e) {
 			continue
 		}
-		var b int
-		if _, err := fmt.Sscanf(r.Name, "myoperator-bucket-%02d", &b); err != nil || r.Name != shard.BucketLeaseName(b) {
+		b, ok := bucketOfLease(r.Name)
+		if !ok {
 			continue
 		}
 		pod, prev := podOf(e), ""

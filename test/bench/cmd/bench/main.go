@@ -56,9 +56,15 @@ func run() error {
 	var shards string
 	var shardWorkers int
 	var shardsGateOff bool
+	var shardKill int
+	var shardScale string
+	var shardMemoryLimit int64
 	flag.StringVar(&shards, "shards", "", "Measure only replicas that share the Drinks: for each N of -n and each replica count here (for example 1,2,4; one replica runs as the default install's single leader), create N Drinks while the replicas run and record convergence, each replica's heap and Drink bytes read, and the writes after convergence; -out gets one record per run with the machine, command and commit.")
 	flag.IntVar(&shardWorkers, "shard-workers", 16, "Client concurrency of the Drink creates (-shards).")
 	flag.BoolVar(&shardsGateOff, "shards-gate-off", false, "With -shards, measure the largest replica count again on an API server without ShardedListAndWatch (each replica filters on the client).")
+	flag.IntVar(&shardKill, "shard-kill", 0, "Measure only a SIGKILL of one of this many replicas that share the Drinks: for each N of -n, converge N Drinks, create probe Drinks at 10 a second, kill one replica, and record the takeover of its buckets, the probes' latency in its buckets and the others', and the audit log's double writes.")
+	flag.StringVar(&shardScale, "shard-scale", "", "Measure only replicas scaled through these counts (for example 1,4,2,1) while N Drinks are created: each change after an equal part of the creates; record each rebalance's time, the convergence and the audit log's double writes.")
+	flag.Int64Var(&shardMemoryLimit, "shard-memory-limit", 0, "The memory limit (bytes) every replica of -shards, -shard-kill and -shard-scale runs with (its Go soft limit, as the Deployment's limit gives it); 0 takes config/manager's.")
 	flag.Parse()
 	if report != "" {
 		recs, err := readRecords(report)
@@ -97,12 +103,29 @@ func run() error {
 	if outage {
 		return runOutage(ctx, cfg, sizes, outageWorkers, out)
 	}
+	if shardMemoryLimit == 0 {
+		limit, err := bench.ManifestMemoryLimit()
+		if err != nil {
+			return err
+		}
+		shardMemoryLimit = int64(limit)
+	}
+	if shardKill > 0 || shardScale != "" {
+		steps, err := bench.ParseInts(shardScale)
+		if shardScale == "" {
+			steps, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		return runShardFaults(ctx, cfg, sizes, shardKill, steps, shardWorkers, shardMemoryLimit, out)
+	}
 	if shards != "" {
 		replicas, err := bench.ParseInts(shards)
 		if err != nil {
 			return err
 		}
-		return runShards(ctx, cfg, sizes, replicas, shardWorkers, shardsGateOff, out)
+		return runShards(ctx, cfg, sizes, replicas, shardWorkers, shardsGateOff, float64(shardMemoryLimit), out)
 	}
 
 	var recs []bench.Record
@@ -222,7 +245,7 @@ type shardRecord struct {
 	Machine                         machine
 }
 
-func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, gateOff bool, out string) error {
+func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, gateOff bool, limit float64, out string) error {
 	head := shardRecord{Command: strings.Join(os.Args, " ")}
 	var err error
 	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
@@ -236,7 +259,7 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 	}
 	for _, n := range sizes {
 		cfg.N = n
-		runs, err := bench.RunShards(ctx, cfg, replicas, workers, gateOff)
+		runs, err := bench.RunShards(ctx, cfg, replicas, workers, gateOff, limit)
 		for _, r := range runs {
 			rec := head
 			rec.ShardRun = r
@@ -248,6 +271,62 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 		}
 		if err != nil {
 			return fmt.Errorf("at %d Drinks: %w (logs in %s)", n, err, cfg.WorkDir)
+		}
+	}
+	cfg.Logf("done")
+	return nil
+}
+
+// shardKillRecord and shardScaleRecord are -shard-kill and -shard-scale
+// runs with where they were made.
+type shardKillRecord struct {
+	Kill                            *bench.ShardKill
+	Command, Commit, ManagerVersion string
+	Machine                         machine
+}
+
+type shardScaleRecord struct {
+	Scale                           *bench.ShardScale
+	Command, Commit, ManagerVersion string
+	Machine                         machine
+}
+
+func runShardFaults(ctx context.Context, cfg bench.Config, sizes []int, kill int, steps []int, workers int, limit int64, out string) error {
+	var commit, version string
+	var mach machine
+	var err error
+	if commit, err = commitOf(ctx, cfg.Root); err != nil {
+		return err
+	}
+	if mach, err = machineOf(ctx); err != nil {
+		return err
+	}
+	if version, err = output(ctx, cfg.Manager, "--version"); err != nil {
+		return err
+	}
+	command := strings.Join(os.Args, " ")
+	for _, n := range sizes {
+		cfg.N = n
+		if kill > 0 {
+			k, err := bench.RunShardKill(ctx, cfg, kill, workers, limit)
+			if err != nil {
+				return fmt.Errorf("kill 1 of %d at %d Drinks: %w (logs in %s)", kill, n, err, cfg.WorkDir)
+			}
+			if err := appendRecord(out, shardKillRecord{&k, command, commit, version, mach}); err != nil {
+				return err
+			}
+			fmt.Printf("N=%d kill 1 of %d (%d buckets): taken over in %.1fs, its range reconciled in %.1fs; probe p99 before %.2fs, in the other ranges %.2fs (max %.2fs, %d over 2s of %d), in its range %.2fs; double writes %d of %d written\n",
+				n, kill, k.KilledBuckets, k.TakeoverSeconds, k.RecoverSeconds, k.Baseline.P99, k.Others.P99, k.Others.Max, k.Others.Over2s, k.Others.Count, k.Killed.P99, k.Audit.Stale, k.Audit.Written)
+		}
+		if len(steps) > 0 {
+			s, err := bench.RunShardScale(ctx, cfg, steps, workers, limit)
+			if err != nil {
+				return fmt.Errorf("scale %v at %d Drinks: %w (logs in %s)", steps, n, err, cfg.WorkDir)
+			}
+			if err := appendRecord(out, shardScaleRecord{&s, command, commit, version, mach}); err != nil {
+				return err
+			}
+			fmt.Printf("N=%d scale %v: converged in %.1fs; rebalances %v s; double writes %d of %d written\n", n, steps, s.Seconds, s.Rebalance, s.Audit.Stale, s.Audit.Written)
 		}
 	}
 	cfg.Logf("done")

@@ -1,0 +1,626 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/shard"
+	"github.com/example/myoperator/test/framework/shardaudit"
+)
+
+// probeNS holds the probe Drinks of a kill run, apart from the N Drinks.
+const probeNS = "bench-probes"
+
+// Audit is what shardaudit found in a run's audit log: the admitted
+// writes of the replicas to Drinks' status and ConfigMaps it checked, the
+// objects written by more than one replica (across handovers, expected),
+// the writes from a replica that did not hold the Drink's bucket when the
+// request arrived (double writes: want 0) with the first few described,
+// and the writes the API server refused.
+type Audit struct {
+	Written, ByTwo, Stale int
+	StaleFirst            []string `json:",omitempty"`
+	Refused               int
+}
+
+func (a *Audit) add(r shardaudit.Result) {
+	a.Written += r.Written
+	a.ByTwo += r.ByTwo
+	a.Stale += len(r.Stale)
+	for _, s := range r.Stale {
+		if len(a.StaleFirst) < 5 {
+			a.StaleFirst = append(a.StaleFirst, s)
+		}
+	}
+	for _, n := range r.Refused {
+		a.Refused += n
+	}
+}
+
+// Latency summarizes the seconds from a probe Drink's create until the
+// bench saw it Ready at its generation.
+type Latency struct {
+	Count          int
+	P50, P99, Max  float64
+	Over2s, Over5s int
+}
+
+func latencyOf(xs []float64) Latency {
+	l := Latency{Count: len(xs)}
+	if len(xs) == 0 {
+		return l
+	}
+	l.P50, l.P99, l.Max = Percentile(xs, 50), Percentile(xs, 99), slices.Max(xs)
+	for _, x := range xs {
+		if x > 2 {
+			l.Over2s++
+		}
+		if x > 5 {
+			l.Over5s++
+		}
+	}
+	return l
+}
+
+// ShardKill is one SIGKILL of a replica among Replicas that share N
+// converged Drinks, with probe Drinks created at ProbeRate a second from
+// before the kill until well after its buckets were taken over.
+type ShardKill struct {
+	Date        string
+	N, Replicas int
+	Workers     int
+	ProbeRate   float64
+	Seconds     float64 // the N Drinks' convergence, before the kill
+	// Steady are the API writes in the Window after convergence (Leases
+	// left out), before the probes start.
+	Steady          Writes
+	KilledBuckets   int
+	KilledWasLeader bool
+	// TakeoverSeconds: from the SIGKILL until no bucket Lease names the
+	// killed replica and every bucket is held. RecoverSeconds: until the
+	// last probe Drink created in its buckets between the kill and the
+	// takeover was Ready: its range reconciled by the others.
+	TakeoverSeconds, RecoverSeconds float64
+	// The probes' latency before the kill (Baseline), and after it in the
+	// buckets the killed replica did not hold (Others) and did (Killed).
+	Baseline, Others, Killed Latency
+	Audit                    Audit
+	MemoryLimit              float64
+}
+
+// ShardScale is one run of N Drinks created while the replicas are scaled
+// through Steps (1, 4, 2, 1), each change after an equal part of the
+// creates, as a Deployment's scale would: new replicas started, surplus
+// ones ended with SIGTERM.
+type ShardScale struct {
+	Date    string
+	N       int
+	Workers int
+	Steps   []int
+	// Seconds from the first create until every Drink was Ready at its
+	// generation with its ConfigMap.
+	Seconds float64
+	// Rebalance is, per change, the seconds until the bucket Leases were
+	// held as the new set of replicas assigns them.
+	Rebalance   []float64
+	Audit       Audit
+	MemoryLimit float64
+}
+
+// shardReplicas starts and stops the replicas of a run, each with its own
+// identity, ports and log.
+type shardReplicas struct {
+	// single runs them as one leader without --shard-drinks (the
+	// default install).
+	single  bool
+	cfg     Config
+	cp      *ControlPlane
+	dir     string
+	limit   int64
+	running map[int]*Manager
+}
+
+func (r *shardReplicas) id(i int) string { return "bench-" + strconv.Itoa(i) }
+
+// start starts replicas is and waits until each is ready.
+func (r *shardReplicas) start(ctx context.Context, is ...int) error {
+	var started []*Manager
+	for _, i := range is {
+		id := r.id(i)
+		kubeconfig, err := r.cp.PodKubeconfig(ctx, r.dir, id)
+		if err != nil {
+			return err
+		}
+		reconciles := 16
+		if len(r.cfg.Reconciles) > 0 {
+			reconciles = r.cfg.Reconciles[0]
+		}
+		o := ManagerOptions{
+			Binary: r.cfg.Manager, Kubeconfig: kubeconfig, LogFile: filepath.Join(r.dir, id+".log"),
+			MetricsPort: r.cfg.BasePort + 3*i, ProbePort: r.cfg.BasePort + 3*i + 1, PprofPort: r.cfg.BasePort + 3*i + 2,
+			MaxConcurrentReconciles: reconciles, LeaderElect: true, MemoryLimit: r.limit,
+			ExtraArgs: []string{"--pod-name=" + id},
+		}
+		if !r.single {
+			o.ExtraArgs = append(o.ExtraArgs, "--shard-drinks")
+		}
+		if i > 0 {
+			// The API server calls 9443 for admission: the first
+			// replica's, which every run keeps.
+			o.WebhookPort = r.cfg.BasePort + 30 + i
+		}
+		m, err := StartManager(o)
+		if err != nil {
+			return err
+		}
+		r.running[i] = m
+		started = append(started, m)
+	}
+	for _, m := range started {
+		if err := m.WaitReady(ctx, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends replicas is with SIGTERM, all at once, and waits for them.
+func (r *shardReplicas) stop(is ...int) {
+	var wg sync.WaitGroup
+	for _, i := range is {
+		m := r.running[i]
+		delete(r.running, i)
+		wg.Go(m.Stop)
+	}
+	wg.Wait()
+}
+
+func (r *shardReplicas) ids() []string {
+	var out []string
+	for i := range r.running {
+		out = append(out, r.id(i))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *shardReplicas) stopAll() {
+	var is []int
+	for i := range r.running {
+		is = append(is, i)
+	}
+	r.stop(is...)
+}
+
+// startShardRun starts the control plane of a run, and the replicas'
+// bookkeeping (none runs yet).
+func startShardRun(ctx context.Context, cfg Config, dir string, p shardPlane, limit int64) (*ControlPlane, *shardReplicas, error) {
+	cp, err := startShardPlane(ctx, cfg, dir, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cp, &shardReplicas{cfg: cfg, cp: cp, dir: dir, limit: limit, running: map[int]*Manager{}}, nil
+}
+
+// writesFor counts the API writes (Leases left out) over d.
+func (cp *ControlPlane) writesFor(ctx context.Context, d time.Duration) (Writes, error) {
+	before, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(d)
+	after, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return writesOf(after).Minus(writesOf(before)), nil
+}
+
+// bucketHolders reads the holder of each bucket ("" for none).
+func bucketHolders(ctx context.Context, c client.Client) ([]string, error) {
+	list := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, list, client.InNamespace(OperatorNamespace), client.HasLabels{shard.BucketLabel}); err != nil {
+		return nil, err
+	}
+	holders := make([]string, shard.Buckets)
+	for _, l := range list.Items {
+		if b, ok := shard.ParseBucket(l.Labels[shard.BucketLabel]); ok && l.Name == shard.BucketLeaseName(b) {
+			holders[b] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+	}
+	return holders, nil
+}
+
+// waitAssigned waits until the bucket Leases are held as ids assign them.
+func waitAssigned(ctx context.Context, c client.Client, ids []string, timeout time.Duration) error {
+	want := make([]string, shard.Buckets)
+	for id, bs := range shard.Assign(ids) {
+		for _, b := range bs {
+			want[b] = id
+		}
+	}
+	err := poll(ctx, time.Now().Add(timeout), 100*time.Millisecond, func() (bool, error) {
+		got, err := bucketHolders(ctx, c)
+		return err == nil && slices.Equal(got, want), err
+	})
+	if err != nil {
+		return fmt.Errorf("the buckets are not held as %v assign them: %w", ids, err)
+	}
+	return nil
+}
+
+// RunShardKill measures a SIGKILL of one of k replicas sharing cfg.N
+// converged Drinks.
+func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) (ShardKill, error) {
+	run := ShardKill{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Workers: workers, ProbeRate: 10, MemoryLimit: float64(limit)}
+	if k < 2 {
+		return run, fmt.Errorf("a kill needs at least 2 replicas, not %d", k)
+	}
+	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-shard-kill-k%d", cfg.N, k))
+	cfg.Logf("N=%d kill 1 of %d: starting kube-apiserver and etcd", cfg.N, k)
+	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: true, Audit: true, Fence: true}, limit)
+	if err != nil {
+		return run, err
+	}
+	defer cp.Stop()
+	defer reps.stopAll()
+	if err := reps.start(ctx, upToSlice(k)...); err != nil {
+		return run, err
+	}
+	if err := waitAssigned(ctx, cp.Client, reps.ids(), 2*time.Minute); err != nil {
+		return run, err
+	}
+	for _, ns := range []string{drinkNS, probeNS} {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			return run, err
+		}
+	}
+	if run.Seconds, _, err = createConverged(ctx, cp, cfg.N, workers); err != nil {
+		return run, err
+	}
+	cfg.Logf("N=%d kill 1 of %d: converged in %.1fs; counting writes for %s", cfg.N, k, run.Seconds, cfg.Window)
+	if run.Steady, err = cp.writesFor(ctx, cfg.Window); err != nil {
+		return run, err
+	}
+	cfg.Logf("N=%d kill 1 of %d: steady writes %s; probing", cfg.N, k, run.Steady)
+
+	holders, err := bucketHolders(ctx, cp.Client)
+	if err != nil {
+		return run, err
+	}
+	victim := k - 1
+	victimID := reps.id(victim)
+	for _, h := range holders {
+		if h == victimID {
+			run.KilledBuckets++
+		}
+	}
+	leader := &coordinationv1.Lease{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: LeaseName}, leader); err == nil {
+		run.KilledWasLeader = strings.HasPrefix(ptr.Deref(leader.Spec.HolderIdentity, ""), victimID+"_")
+	}
+	pw, err := watchProbes(ctx, cp.Config)
+	if err != nil {
+		return run, err
+	}
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	probesDone := make(chan error, 1)
+	go func() { probesDone <- pw.create(probeCtx, cp.Client, run.ProbeRate) }()
+	time.Sleep(20 * time.Second)
+	kill := time.Now()
+	if err := reps.running[victim].Signal(syscall.SIGKILL); err != nil {
+		stopProbes()
+		return run, err
+	}
+	_ = reps.running[victim].Wait(10 * time.Second)
+	delete(reps.running, victim)
+	err = poll(ctx, time.Now().Add(5*time.Minute), 100*time.Millisecond, func() (bool, error) {
+		hs, err := bucketHolders(ctx, cp.Client)
+		if err != nil {
+			return false, err
+		}
+		return !slices.Contains(hs, victimID) && !slices.Contains(hs, ""), nil
+	})
+	if err != nil {
+		stopProbes()
+		return run, fmt.Errorf("the killed replica's buckets were not taken over: %w", err)
+	}
+	takeover := time.Now()
+	run.TakeoverSeconds = takeover.Sub(kill).Seconds()
+	cfg.Logf("N=%d kill 1 of %d: %d buckets taken over in %.1fs; probing 30s more", cfg.N, k, run.KilledBuckets, run.TakeoverSeconds)
+	time.Sleep(30 * time.Second)
+	stopProbes()
+	if err := <-probesDone; err != nil {
+		return run, err
+	}
+	probes, err := pw.wait(ctx, 5*time.Minute)
+	if err != nil {
+		return run, err
+	}
+	var before, others, killed []float64
+	for _, p := range probes {
+		lat := p.ready.Sub(p.created).Seconds()
+		switch {
+		case p.created.Before(kill):
+			before = append(before, lat)
+		case holders[shard.BucketOf(p.uid)] == victimID:
+			killed = append(killed, lat)
+			if p.created.Before(takeover) {
+				run.RecoverSeconds = max(run.RecoverSeconds, p.ready.Sub(kill).Seconds())
+			}
+		default:
+			others = append(others, lat)
+		}
+	}
+	run.Baseline, run.Others, run.Killed = latencyOf(before), latencyOf(others), latencyOf(killed)
+	run.Audit, err = auditRun(ctx, cp, dir, kill.Add(-5*time.Second))
+	if err != nil {
+		return run, err
+	}
+	cfg.Logf("N=%d kill 1 of %d: takeover %.1fs, recovered %.1fs; probes p99 before %.2fs, others %.2fs (max %.2fs), killed range %.2fs; audit %+v",
+		cfg.N, k, run.TakeoverSeconds, run.RecoverSeconds, run.Baseline.P99, run.Others.P99, run.Others.Max, run.Killed.P99, run.Audit)
+	return run, nil
+}
+
+// RunShardScale measures cfg.N Drinks created while the replicas are
+// scaled through steps.
+func RunShardScale(ctx context.Context, cfg Config, steps []int, workers int, limit int64) (ShardScale, error) {
+	run := ShardScale{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Workers: workers, Steps: steps, MemoryLimit: float64(limit)}
+	if len(steps) < 2 || slices.Min(steps) < 1 {
+		return run, fmt.Errorf("scale steps %v: want at least two counts of at least 1", steps)
+	}
+	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-shard-scale", cfg.N))
+	cfg.Logf("N=%d scale %v: starting kube-apiserver and etcd", cfg.N, steps)
+	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: true, Audit: true, Fence: true}, limit)
+	if err != nil {
+		return run, err
+	}
+	defer cp.Stop()
+	defer reps.stopAll()
+	began := time.Now()
+	if err := reps.start(ctx, upToSlice(steps[0])...); err != nil {
+		return run, err
+	}
+	if err := waitAssigned(ctx, cp.Client, reps.ids(), 2*time.Minute); err != nil {
+		return run, err
+	}
+	if err := cp.CreateNamespace(ctx, drinkNS); err != nil {
+		return run, err
+	}
+	wait, err := watchConvergence(ctx, cp.Config, drinkNS, cfg.N, 4*time.Hour)
+	if err != nil {
+		return run, err
+	}
+	var created atomic.Int64
+	start := time.Now()
+	loadDone := make(chan Load, 1)
+	go func() {
+		loadDone <- runWorkers(ctx, workers, upTo(cfg.N), func(ctx context.Context, i int) error {
+			err := cp.Client.Create(ctx, newDrink(drinkNS, i))
+			created.Add(1)
+			return err
+		})
+	}()
+	cur := steps[0]
+	for s, to := range steps[1:] {
+		at := int64(cfg.N * (s + 1) / len(steps))
+		if err := poll(ctx, time.Now().Add(4*time.Hour), 100*time.Millisecond, func() (bool, error) { return created.Load() >= at, nil }); err != nil {
+			return run, err
+		}
+		changed := time.Now()
+		switch {
+		case to > cur:
+			var add []int
+			for i := cur; i < to; i++ {
+				add = append(add, i)
+			}
+			if err := reps.start(ctx, add...); err != nil {
+				return run, err
+			}
+		case to < cur:
+			var drop []int
+			for i := to; i < cur; i++ {
+				drop = append(drop, i)
+			}
+			reps.stop(drop...)
+		}
+		if err := waitAssigned(ctx, cp.Client, reps.ids(), 5*time.Minute); err != nil {
+			return run, err
+		}
+		secs := time.Since(changed).Seconds()
+		run.Rebalance = append(run.Rebalance, secs)
+		cfg.Logf("N=%d scale %d -> %d after %d creates: rebalanced in %.1fs", cfg.N, cur, to, at, secs)
+		cur = to
+	}
+	if load := <-loadDone; load.FirstErr != nil {
+		return run, fmt.Errorf("creating Drinks: %d of %d failed, first: %w", load.Errors, cfg.N, load.FirstErr)
+	}
+	converged, err := wait()
+	if err != nil {
+		return run, err
+	}
+	run.Seconds = converged.Sub(start).Seconds()
+	if run.Audit, err = auditRun(ctx, cp, dir, began); err != nil {
+		return run, err
+	}
+	cfg.Logf("N=%d scale %v: converged in %.1fs, rebalances %v s; audit %+v", cfg.N, steps, run.Seconds, run.Rebalance, run.Audit)
+	return run, nil
+}
+
+// auditRun replays the audit log of the run in dir from from on: the
+// writes to the Drinks of drinkNS and probeNS against every bucket Lease
+// write since the start.
+func auditRun(ctx context.Context, cp *ControlPlane, dir string, from time.Time) (Audit, error) {
+	events, err := shardaudit.ReadWhere(AuditLog(dir), func(e *auditv1.Event) bool {
+		return shardaudit.IsBucketLease(e) || !e.StageTimestamp.Time.Before(from)
+	})
+	if err != nil {
+		return Audit{}, err
+	}
+	var a Audit
+	for _, ns := range []string{drinkNS, probeNS} {
+		uids, err := drinkUIDs(ctx, cp.Client, ns)
+		if err != nil {
+			return a, err
+		}
+		a.add(shardaudit.Replay(events, OperatorNamespace, ns, uids))
+	}
+	return a, nil
+}
+
+// drinkUIDs lists the UIDs of the Drinks of ns by name, a page at a time.
+func drinkUIDs(ctx context.Context, c client.Client, ns string) (map[string]types.UID, error) {
+	uids := map[string]types.UID{}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(drinksv1.GroupVersion.WithKind("DrinkList"))
+	for {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.Limit(5000), client.Continue(list.Continue)); err != nil {
+			return nil, err
+		}
+		for _, d := range list.Items {
+			uids[d.Name] = d.UID
+		}
+		if list.Continue == "" {
+			return uids, nil
+		}
+	}
+}
+
+// probe is one probe Drink: when its create was sent, its UID, and when
+// the bench saw it Ready at its generation.
+type probe struct {
+	created, ready time.Time
+	uid            types.UID
+}
+
+// probeWatch creates probe Drinks and notes when each becomes Ready.
+type probeWatch struct {
+	mu     sync.Mutex
+	probes map[string]*probe
+	ready  map[string]time.Time
+	sent   int
+}
+
+// watchProbes starts an informer on probeNS's Drinks.
+func watchProbes(ctx context.Context, cfg *rest.Config) (*probeWatch, error) {
+	pw := &probeWatch{probes: map[string]*probe{}, ready: map[string]time.Time{}}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{probeNS: {}}})
+	if err != nil {
+		return nil, err
+	}
+	seen := func(obj any) {
+		d, ok := obj.(*drinksv1.Drink)
+		if !ok || !drinkDone(d) {
+			return
+		}
+		now := time.Now()
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		if _, done := pw.ready[d.Name]; !done {
+			pw.ready[d.Name] = now
+		}
+	}
+	inf, err := c.GetInformer(ctx, &drinksv1.Drink{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the probe informer did not sync")
+	}
+	return pw, nil
+}
+
+// create creates probe Drinks at rate a second until ctx ends.
+func (pw *probeWatch) create(ctx context.Context, c client.Client, rate float64) error {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	errs := make(chan error, 1)
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			select {
+			case err := <-errs:
+				return err
+			default:
+				return nil
+			}
+		case <-tick.C:
+		}
+		wg.Go(func() {
+			d := newDrink(probeNS, i)
+			d.Name = fmt.Sprintf("probe-%05d", i)
+			created := time.Now()
+			// Not ctx: a create under way when the probing stops is
+			// finished and counted.
+			if err := c.Create(context.WithoutCancel(ctx), d); err != nil {
+				select {
+				case errs <- fmt.Errorf("creating probe %s: %w", d.Name, err):
+				default:
+				}
+				return
+			}
+			pw.mu.Lock()
+			pw.probes[d.Name] = &probe{created: created, uid: d.UID}
+			pw.sent++
+			pw.mu.Unlock()
+		})
+	}
+}
+
+// wait waits until every probe created is Ready and returns them.
+func (pw *probeWatch) wait(ctx context.Context, timeout time.Duration) ([]probe, error) {
+	var out []probe
+	err := poll(ctx, time.Now().Add(timeout), 200*time.Millisecond, func() (bool, error) {
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		out = out[:0]
+		for name, p := range pw.probes {
+			at, ok := pw.ready[name]
+			if !ok {
+				return false, nil
+			}
+			p.ready = at
+			out = append(out, *p)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the probe Drinks did not all get Ready: %w", err)
+	}
+	return out, nil
+}
+
+func upToSlice(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/shardaudit"
+)
+
+// serviceAccount is the operator's, as config/rbac names it.
+const serviceAccount = "myoperator-controller-manager"
+
+// shardPlane chooses what startShardPlane sets up.
+type shardPlane struct {
+	// Gate turns kube-apiserver's ShardedListAndWatch on; Audit writes the
+	// audit log (AuditLog(dir)) that shardaudit reads; Fence installs
+	// config/sharding's fence (an install without --shard-drinks has none).
+	Gate, Audit, Fence bool
+}
+
+// startShardPlane starts a control plane for replicas that run as in a
+// real install: each as the operator's ServiceAccount with config/rbac's
+// permissions, from a token bound to a Pod of its own (PodKubeconfig), so
+// that the fence (config/sharding's webhook configuration, pointed at the
+// first replica's webhook server on loopback) decides their writes and the
+// audit log names the pod of each write.
+func startShardPlane(ctx context.Context, cfg Config, dir string, p shardPlane) (*ControlPlane, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	opts := PlaneOptions{EtcdQuotaBytes: 8 << 30}
+	if p.Audit {
+		opts.AuditPolicy = shardaudit.Policy(OperatorNamespace)
+	}
+	if p.Gate {
+		opts.FeatureGates = "ShardedListAndWatch=true"
+	}
+	cp, err := StartControlPlaneWith(ctx, cfg.Root, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := installRBAC(ctx, cp); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	if p.Fence {
+		if err := installFence(ctx, cp); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+// installRBAC installs config/rbac: the ServiceAccount and its roles.
+func installRBAC(ctx context.Context, cp *ControlPlane) error {
+	objs, err := manifests.Render("config/rbac")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := cp.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("installing config/rbac %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// installFence installs config/sharding's fence, whose webhooks then call
+// https://localhost:9443 as config/local's do.
+func installFence(ctx context.Context, cp *ControlPlane) error {
+	objs, err := manifests.RenderWithComponents("config/default", "config/sharding")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingWebhookConfiguration" || o.GetName() != app.ShardFenceWebhookConfig {
+			continue
+		}
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.UnstructuredContent(), vwc); err != nil {
+			return err
+		}
+		for i := range vwc.Webhooks {
+			w := &vwc.Webhooks[i]
+			path := ptr.Deref(w.ClientConfig.Service.Path, "/")
+			w.ClientConfig.Service = nil
+			w.ClientConfig.URL = ptr.To(fmt.Sprintf("https://localhost:%d%s", WebhookPort, path))
+		}
+		// The first replica's certificate rotator injects the CA.
+		return cp.Client.Create(ctx, vwc)
+	}
+	return fmt.Errorf("config/sharding renders no ValidatingWebhookConfiguration %s", app.ShardFenceWebhookConfig)
+}
+
+// PodKubeconfig creates the Pod object of a replica called name (no kubelet
+// runs it) and writes into dir a kubeconfig with a day's token of the
+// operator's ServiceAccount bound to it: the API server then adds the
+// pod's name to each request's user, as for a replica in a cluster.
+func (cp *ControlPlane) PodKubeconfig(ctx context.Context, dir, name string) (string, error) {
+	pod, err := cp.Clientset.CoreV1().Pods(OperatorNamespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		// The namespace enforces Pod Security restricted, as installed.
+		Spec: corev1.PodSpec{ServiceAccountName: serviceAccount,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{Name: "manager", Image: "controller:latest",
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	day := int64(24 * 3600)
+	tr, err := cp.Clientset.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: name}
+	kc.CurrentContext = name
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return path, clientcmd.WriteToFile(*kc, path)
+}
