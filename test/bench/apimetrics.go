@@ -19,7 +19,10 @@ const (
 	admissionDuration = "apiserver_admission_webhook_admission_duration_seconds"
 )
 
-// Writes counts write requests by "VERB resource/subresource".
+// Writes counts write requests by "VERB resource/subresource", and those
+// the API server refused by "VERB resource/subresource CODE" (a 409 is a
+// write computed from a stale read that optimistic concurrency stopped:
+// nothing was written).
 type Writes map[string]float64
 
 // writesOf reads the API server's write counters. Leases are left out: the
@@ -31,7 +34,11 @@ func writesOf(m Metrics) Writes {
 		if s.Name != requestTotal || slices.Contains(readVerbs, s.Labels["verb"]) || s.Labels["resource"] == "leases" {
 			continue
 		}
-		w[s.Labels["verb"]+" "+s.Labels["resource"]+"/"+s.Labels["subresource"]] += s.Value
+		key := s.Labels["verb"] + " " + s.Labels["resource"] + "/" + s.Labels["subresource"]
+		if code := s.Labels["code"]; code != "" && !strings.HasPrefix(code, "2") {
+			key += " " + code
+		}
+		w[key] += s.Value
 	}
 	return w
 }

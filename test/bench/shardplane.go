@@ -33,7 +33,7 @@ type shardPlane struct {
 
 // startShardPlane starts a control plane for replicas that run as in a
 // real install: each as the operator's ServiceAccount with config/rbac's
-// permissions, from a token bound to a Pod of its own (PodKubeconfig), so
+// permissions and config/default's FlowSchemas, from a token bound to a Pod of its own (PodKubeconfig), so
 // that the fence (config/sharding's webhook configuration, pointed at the
 // first replica's webhook server on loopback) decides their writes and the
 // audit log names the pod of each write.
@@ -65,15 +65,23 @@ func startShardPlane(ctx context.Context, cfg Config, dir string, p shardPlane) 
 	return cp, nil
 }
 
-// installRBAC installs config/rbac: the ServiceAccount and its roles.
+// installRBAC installs config/rbac (the ServiceAccount and its roles) and
+// config/default's FlowSchemas: without them the fence's reads of the
+// bucket Leases, made while the API server waits on the fence, queue in
+// one priority level with the writes waiting on it, and time out.
 func installRBAC(ctx context.Context, cp *ControlPlane) error {
 	objs, err := manifests.Render("config/rbac")
 	if err != nil {
 		return err
 	}
+	all, err := manifests.Render("config/default")
+	if err != nil {
+		return err
+	}
+	objs = append(objs, manifests.OfKind(all, "FlowSchema")...)
 	for _, o := range objs {
 		if err := cp.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("installing config/rbac %s %s: %w", o.GetKind(), o.GetName(), err)
+			return fmt.Errorf("installing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return nil
