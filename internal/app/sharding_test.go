@@ -38,8 +38,9 @@ import (
 )
 
 const (
-	shardNS     = "shared"
-	shardDrinks = 240
+	shardNS         = "shared"
+	shardUnservedNS = "not-served"
+	shardDrinks     = 240
 )
 
 // TestShardedReplicas: three manager processes with --shard-drinks, each a
@@ -51,7 +52,9 @@ const (
 // while a writer keeps changing Drinks, one replica is SIGKILLed (its
 // Leases left behind, as a crash leaves them) and a fourth is added: the
 // others take its buckets once its member Lease is stale, the newcomer
-// gets its share, and every Drink converges at its last generation.
+// gets its share, and every Drink converges at its last generation. The
+// replicas serve one namespace (--watch-namespaces): a Drink in another is
+// left alone.
 //
 // The API server's audit log is the write audit: the holder of every
 // bucket over time follows from the writes to its Lease (the new holder
@@ -90,7 +93,7 @@ func TestShardedReplicas(t *testing.T) {
 	srv.Register(shard.FencePath, &admission.Webhook{Handler: &shard.Fence{Reader: admin, Namespace: operatorNS}})
 	go func() { _ = srv.Start(ctx) }()
 
-	for _, ns := range []string{operatorNS, shardNS, "guestbook"} {
+	for _, ns := range []string{operatorNS, shardNS, "guestbook", shardUnservedNS} {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -110,6 +113,14 @@ func TestShardedReplicas(t *testing.T) {
 			Spec: drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea"}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A Drink in a namespace the replicas do not serve
+	// (--watch-namespaces): no replica may touch it.
+	unserved := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: shardUnservedNS, Name: "not-ours",
+		Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}},
+		Spec: drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea"}}
+	if err := admin.Create(ctx, unserved); err != nil {
+		t.Fatal(err)
 	}
 	replicas := map[string]*fenceReplica{}
 	for _, pod := range pods[:3] {
@@ -197,6 +208,16 @@ func TestShardedReplicas(t *testing.T) {
 	t.Logf("%s killed: buckets held %v after %.1f s, every Drink Ready at its generation after %.1f s (%d edits since the pause)",
 		b, shareSizes(holders), rebalanced.Seconds(), converged.Seconds(), edits.Load())
 	checkConfigMapBuckets(ctx, t, admin)
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(unserved), unserved); err != nil {
+		t.Fatal(err)
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := admin.List(ctx, cms, client.InNamespace(shardUnservedNS), client.HasLabels{"example.com/drink"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(unserved.Status.Conditions) > 0 || len(cms.Items) > 0 {
+		t.Errorf("a Drink outside --watch-namespaces was reconciled: status %+v, %d Drink ConfigMaps in its namespace", unserved.Status, len(cms.Items))
+	}
 
 	// The write audit.
 	uids := drinkUIDs(ctx, t, admin)
@@ -306,7 +327,7 @@ func shardFenceConfig(t *testing.T) *admissionregistrationv1.ValidatingWebhookCo
 func startShardReplica(t *testing.T, bin, kubeconfig, pod string) *fenceReplica {
 	t.Helper()
 	return startReplica(t, bin, kubeconfig, pod, "--shard-drinks", "--shard-member-lease-duration=4s", "--shard-renew-period=1s",
-		"--webhook-drain-period=0s")
+		"--webhook-drain-period=0s", "--watch-namespaces="+shardNS)
 }
 
 // waitBucketsHeld waits until the bucket Leases cover the 64 buckets, each
