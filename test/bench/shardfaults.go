@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -82,6 +83,13 @@ func latencyOf(xs []float64) Latency {
 	return l
 }
 
+// ProbeSample is one probe Drink of a kill run.
+type ProbeSample struct {
+	At, Seconds float64
+	Bucket      int
+	Range       string // before, kept, moved, killed
+}
+
 // ShardKill is one SIGKILL of a replica among Replicas that share N
 // converged Drinks, with probe Drinks created at ProbeRate a second from
 // before the kill until well after its buckets were taken over.
@@ -102,10 +110,15 @@ type ShardKill struct {
 	// takeover was Ready: its range reconciled by the others.
 	TakeoverSeconds, RecoverSeconds float64
 	// The probes' latency before the kill (Baseline), and after it in the
-	// buckets the killed replica did not hold (Others) and did (Killed).
-	Baseline, Others, Killed Latency
-	Audit                    Audit
-	MemoryLimit              float64
+	// buckets a survivor kept (Others), in those the new assignment moved
+	// from one survivor to another (Moved; earlier records count them in
+	// Others) and in the killed replica's (Killed).
+	Baseline, Others, Moved, Killed Latency
+	// Probes are every probe: its create in seconds from the kill, its
+	// latency, its bucket and which of the above it counts in.
+	Probes      []ProbeSample
+	Audit       Audit
+	MemoryLimit float64
 }
 
 // ShardScale is one run of N Drinks created while the replicas are scaled
@@ -357,22 +370,37 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	if err != nil {
 		return run, err
 	}
-	var before, others, killed []float64
+	after, err := bucketHolders(ctx, cp.Client)
+	if err != nil {
+		return run, err
+	}
+	var before, others, moved, killed []float64
 	for _, p := range probes {
 		lat := p.ready.Sub(p.created).Seconds()
+		b := shard.BucketOf(p.uid)
+		sample := ProbeSample{At: p.created.Sub(kill).Seconds(), Seconds: lat, Bucket: b}
 		switch {
 		case p.created.Before(kill):
 			before = append(before, lat)
-		case holders[shard.BucketOf(p.uid)] == victimID:
+			sample.Range = "before"
+		case holders[b] == victimID:
 			killed = append(killed, lat)
+			sample.Range = "killed"
 			if p.created.Before(takeover) {
 				run.RecoverSeconds = max(run.RecoverSeconds, p.ready.Sub(kill).Seconds())
 			}
+		case after[b] != holders[b]:
+			// The new assignment moved it between two survivors.
+			moved = append(moved, lat)
+			sample.Range = "moved"
 		default:
 			others = append(others, lat)
+			sample.Range = "kept"
 		}
+		run.Probes = append(run.Probes, sample)
 	}
-	run.Baseline, run.Others, run.Killed = latencyOf(before), latencyOf(others), latencyOf(killed)
+	slices.SortFunc(run.Probes, func(a, b ProbeSample) int { return cmp.Compare(a.At, b.At) })
+	run.Baseline, run.Others, run.Moved, run.Killed = latencyOf(before), latencyOf(others), latencyOf(moved), latencyOf(killed)
 	run.Audit, err = auditRun(ctx, cp, dir, kill.Add(-5*time.Second))
 	if err != nil {
 		return run, err

@@ -315,8 +315,9 @@ func runShardFaults(ctx context.Context, cfg bench.Config, sizes []int, kill int
 			if err := appendRecord(out, shardKillRecord{&k, command, commit, version, mach}); err != nil {
 				return err
 			}
-			fmt.Printf("N=%d kill 1 of %d (%d buckets): taken over in %.1fs, its range reconciled in %.1fs; probe p99 before %.2fs, in the other ranges %.2fs (max %.2fs, %d over 2s of %d), in its range %.2fs; double writes %d of %d written\n",
-				n, kill, k.KilledBuckets, k.TakeoverSeconds, k.RecoverSeconds, k.Baseline.P99, k.Others.P99, k.Others.Max, k.Others.Over2s, k.Others.Count, k.Killed.P99, k.Audit.Stale, k.Audit.Written)
+			fmt.Printf("N=%d kill 1 of %d (%d buckets): taken over in %.1fs, its range reconciled in %.1fs; probe p99 before %.2fs, in the buckets the others kept %.2fs (max %.2fs, %d over 2s of %d), moved between them %.2fs (%d), in its range %.2fs; double writes %d of %d written\n",
+				n, kill, k.KilledBuckets, k.TakeoverSeconds, k.RecoverSeconds, k.Baseline.P99, k.Others.P99, k.Others.Max, k.Others.Over2s, k.Others.Count,
+				k.Moved.P99, k.Moved.Count, k.Killed.P99, k.Audit.Stale, k.Audit.Written)
 		}
 		if len(steps) > 0 {
 			s, err := bench.RunShardScale(ctx, cfg, steps, workers, limit)
