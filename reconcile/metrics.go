@@ -177,7 +177,7 @@ var (
 type inventoryCollector struct {
 	mu sync.Mutex
 	// drinks are summed: a replica sharing the Drinks serves its buckets
-	// through several caches at once (one per set of buckets it took).
+	// through several caches at once, one per bucket.
 	drinks     []*drinkSource
 	guestbooks client.Reader
 }

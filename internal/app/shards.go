@@ -53,7 +53,7 @@ var (
 	})
 	shardUnselected = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "myoperator_shard_unselected_drinks_total",
-		Help: "Drinks the API server sent to this replica outside its buckets: the server ignored the shard selector (its ShardedListAndWatch feature gate is off), and the replica filters on the client.",
+		Help: "Drinks the API server sent to one of this replica's bucket caches outside that bucket, each counted once per cache that dropped it: the server ignored the shard selector (its ShardedListAndWatch feature gate is off), and the replica filters on the client.",
 	})
 	shardHandovers = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "myoperator_shard_handovers_total",
@@ -203,8 +203,9 @@ func withShardSelector(lw toolscache.ListerWatcher, selector string, m shard.Mat
 			if err != nil {
 				return nil, err
 			}
-			kept := slices.DeleteFunc(slices.Clone(items), func(o runtime.Object) bool { return !keep(o) })
-			if len(kept) < len(items) {
+			n := len(items)
+			kept := slices.DeleteFunc(items, func(o runtime.Object) bool { return !keep(o) })
+			if len(kept) < n {
 				if err := meta.SetList(list, kept); err != nil {
 					return nil, err
 				}
