@@ -97,6 +97,7 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 	// most --max-concurrent-reconciles reconciles at once, as the leader's
 	// one controller would.
 	slots := make(chan struct{}, max(1, copts.MaxConcurrentReconciles))
+	syncs := make(chan struct{}, syncingBuckets)
 	unselected := unselectedCounter(log)
 	coordinator := &shard.Coordinator{
 		Client: direct, Namespace: o.Namespace, Identity: id, Duration: s.Duration, Renew: s.Renew,
@@ -106,7 +107,7 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 			shardHandovers.Inc()
 		},
 		Serve: func(ctx context.Context, bucket int) error {
-			return serveBucket(ctx, cfg, mgr, o, *dr, copts, slots, bucket, unselected)
+			return serveBucket(ctx, cfg, mgr, o, *dr, copts, bucketLimits{slots: slots, syncs: syncs}, bucket, unselected)
 		},
 	}
 	return mgr.Add(shareRunnable{coordinator})
@@ -118,11 +119,27 @@ type shareRunnable struct{ c *shard.Coordinator }
 func (r shareRunnable) Start(ctx context.Context) error { return r.c.Start(ctx) }
 func (shareRunnable) NeedLeaderElection() bool          { return false }
 
+// syncingBuckets is how many of a replica's bucket caches list at once.
+// A replica that takes over a lost replica's buckets starts a cache for
+// each, and each lists a whole bucket of Drinks and one of ConfigMaps, as
+// wide as the API server's fair queueing counts lists (up to 10 seats
+// each) and in the one flow of the ServiceAccount's requests. Started all
+// together at a SIGKILL of 1 of 4 replicas at 200,000 Drinks, the writes of
+// the buckets the survivors already served waited up to 15 s in the API
+// server's queue (docs/BENCHMARKS.md).
+const syncingBuckets = 2
+
+// bucketLimits are what a replica's bucket controllers share: slots, one
+// held by each running reconcile, and syncs, one held by each cache until
+// it has synced.
+type bucketLimits struct{ slots, syncs chan struct{} }
+
 // serveBucket runs a Drink controller over a cache of one bucket's Drinks
 // and ConfigMaps until ctx ends, and returns when its last reconcile did.
-// Its reconciles take a slot of slots while they run.
+// Its cache lists only while it holds one of lim.syncs; its reconciles run
+// only while they hold one of lim.slots.
 func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, r reconcile.DrinkReconciler,
-	copts controller.Options, slots chan struct{}, bucket int, unselected func()) error {
+	copts controller.Options, lim bucketLimits, bucket int, unselected func()) error {
 	buckets := []int{bucket}
 	inBucket, err := labels.NewRequirement(shard.BucketLabel, selection.Equals, []string{shard.BucketValue(bucket)})
 	if err != nil {
@@ -154,7 +171,7 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	}
 	r.Shard = &matcher
 	r.Client = shareClient{Client: mgr.GetClient(), share: share}
-	c, err := r.NewShareController(mgr, share, copts, slots)
+	c, err := r.NewShareController(mgr, share, copts, lim.slots)
 	if err != nil {
 		return err
 	}
@@ -162,6 +179,13 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	select {
+	case lim.syncs <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	synced := sync.OnceFunc(func() { <-lim.syncs })
+	defer synced()
 	wg.Go(func() {
 		if err := share.Start(ctx); err != nil {
 			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
@@ -173,6 +197,7 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 		}
 		return fmt.Errorf("the cache of bucket %d did not sync", bucket)
 	}
+	synced()
 	inShare := func(d *drinksv1.Drink) bool { ok, err := matcher.Matches(d); return err == nil && ok }
 	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share, NoGuestbooks: true, InShare: inShare}).Start(ctx) })
 	return c.Start(ctx)
