@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -84,7 +85,11 @@ func TestUntilStoppedRemovesItsHandler(t *testing.T) {
 		}}
 	}
 	events.Add(config())
-	waitFor(t, "the running controller's handler to see the OperatorConfig", func() bool { return calls.Load() == 1 })
+	if err := wait.PollUntilContextTimeout(managerCtx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return calls.Load() == 1, nil
+	}); err != nil {
+		t.Fatalf("the running controller's handler did not see the OperatorConfig: %d calls", calls.Load())
+	}
 
 	stopController()
 	// Each edit reaches the informer's store; the handler must stop
@@ -107,15 +112,5 @@ func TestUntilStoppedRemovesItsHandler(t *testing.T) {
 	}
 	if _, ok, _ := inf.GetStore().GetByKey(operatorv1alpha1.SingletonName); !ok {
 		t.Fatal("the manager's informer stopped with the controller")
-	}
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
