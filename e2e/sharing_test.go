@@ -68,16 +68,27 @@ func sharing() features.Feature {
 			return ctx
 		}).
 		Assess("a replica killed and another added while Drinks are written; all converge", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			var written atomic.Int64
+			var written, failed atomic.Int64
+			var firstErr atomic.Value // the first failed write's error, for the log
 			stop := make(chan struct{})
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
+				// A write fails while the killed replica still serves the
+				// webhook behind the Service; the writer goes round until
+				// it is told to stop and every Drink exists, so that the
+				// count below is the operator's doing, not the writer's.
+				exists := map[string]bool{}
 				for i := 0; ; i++ {
 					select {
 					case <-stop:
-						return
+						if len(exists) == shareDrinks {
+							return
+						}
 					default:
+					}
+					if ctx.Err() != nil {
+						return
 					}
 					name := "share-" + strconv.Itoa(i%shareDrinks)
 					d := &drinksv1.Drink{}
@@ -92,7 +103,11 @@ func sharing() features.Feature {
 						err = kc.Update(ctx, d)
 					}
 					if err == nil {
+						exists[name] = true
 						written.Add(1)
+					} else {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
 					}
 					time.Sleep(25 * time.Millisecond)
 				}
@@ -113,7 +128,8 @@ func sharing() features.Feature {
 			close(stop)
 			<-done
 			waitShareReady(ctx, t)
-			t.Logf("%d Drink writes during the run; every Drink Ready at its generation %.1f s after the kill", written.Load(), time.Since(killedAt).Seconds())
+			t.Logf("%d Drink writes during the run (%d refused or failed, the first: %v); every Drink Ready at its generation %.1f s after the kill",
+				written.Load(), failed.Load(), firstErr.Load(), time.Since(killedAt).Seconds())
 			uids := shareUIDs(ctx, t)
 			cms := &corev1.ConfigMapList{}
 			if err := kc.List(ctx, cms, client.InNamespace(shareNS), client.HasLabels{"example.com/drink"}); err != nil {
