@@ -3,9 +3,11 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -52,6 +54,18 @@ type DrinkReconciler struct {
 	// ShardedListAndWatch feature sends every Drink), and labels their
 	// ConfigMaps with their bucket, by which replicas select them.
 	Shard *shard.Matcher
+
+	// writes keeps a reconcile from acting on a cached copy older than
+	// its own last status write (ownwrites.go).
+	writes ownWrites
+}
+
+// ForShare is r for one share of the Drinks: r's settings, with c to read
+// and write through and m to match the share, and a record of its own
+// writes that goes with the share when the replica stops serving it.
+func (r *DrinkReconciler) ForShare(c client.Client, m *shard.Matcher) *DrinkReconciler {
+	return &DrinkReconciler{Client: c, APIReader: r.APIReader, Recorder: r.Recorder, Namespace: r.Namespace,
+		Records: r.Records, Versions: r.Versions, Shard: m}
 }
 
 // serves reports whether this replica reconciles d.
@@ -85,6 +99,9 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	log := ctrl.LoggerFrom(ctx)
 	d := &drinksv1.Drink{}
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !d.DeletionTimestamp.IsZero() || !r.serves(d) {
@@ -92,10 +109,20 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		// Drink of another replica's share is that replica's.
 		return ctrl.Result{}, nil
 	}
+	if r.writes.behind(req.NamespacedName, d.ResourceVersion, time.Now()) {
+		// The cache has yet to show this reconciler's last status write;
+		// that write's event brings the reconcile of the current copy.
+		log.V(1).Info("cache behind the last status write; waiting for its event", "resourceVersion", d.ResourceVersion)
+		return ctrl.Result{}, nil
+	}
 	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", AuthoredVersion(d))
 	read := d.DeepCopy()
 	defer func() {
-		retErr = kerrors.NewAggregate([]error{retErr, persistStatus(ctx, r.Client, read, d, func(d *drinksv1.Drink) any { return &d.Status })})
+		err := persistStatus(ctx, r.Client, read, d, func(d *drinksv1.Drink) any { return &d.Status })
+		if err == nil && d.ResourceVersion != read.ResourceVersion {
+			r.writes.record(req.NamespacedName, d.ResourceVersion, time.Now())
+		}
+		retErr = kerrors.NewAggregate([]error{retErr, err})
 	}()
 
 	if pause.Requested(d.Annotations) {

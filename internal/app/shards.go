@@ -107,7 +107,7 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 			shardHandovers.Inc()
 		},
 		Serve: func(ctx context.Context, bucket int) error {
-			return serveBucket(ctx, cfg, mgr, o, *dr, copts, bucketLimits{slots: slots, syncs: syncs}, bucket, unselected)
+			return serveBucket(ctx, cfg, mgr, o, dr, copts, bucketLimits{slots: slots, syncs: syncs}, bucket, unselected)
 		},
 	}
 	return mgr.Add(shareRunnable{coordinator})
@@ -138,7 +138,7 @@ type bucketLimits struct{ slots, syncs chan struct{} }
 // and ConfigMaps until ctx ends, and returns when its last reconcile did.
 // Its cache lists only while it holds one of lim.syncs; its reconciles run
 // only while they hold one of lim.slots.
-func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, r reconcile.DrinkReconciler,
+func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcile.DrinkReconciler,
 	copts controller.Options, lim bucketLimits, bucket int, unselected func()) error {
 	buckets := []int{bucket}
 	inBucket, err := labels.NewRequirement(shard.BucketLabel, selection.Equals, []string{shard.BucketValue(bucket)})
@@ -169,8 +169,7 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	if err != nil {
 		return err
 	}
-	r.Shard = &matcher
-	r.Client = shareClient{Client: mgr.GetClient(), share: share}
+	r := dr.ForShare(shareClient{Client: mgr.GetClient(), share: share}, &matcher)
 	c, err := r.NewShareController(mgr, share, copts, lim.slots)
 	if err != nil {
 		return err
