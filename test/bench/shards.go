@@ -39,6 +39,11 @@ type ShardRun struct {
 	// Identity: the replicas ran as the ServiceAccount, the sharded ones
 	// behind the fence.
 	Identity bool
+	// APIServerRSS is kube-apiserver's resident memory after the window
+	// (its process_resident_memory_bytes): what the watches of every
+	// replica cost the server, which without the feature gate sends each
+	// Drink to every bucket's watch.
+	APIServerRSS float64
 }
 
 // RunShards measures cfg.N Drinks with each number of replicas, and, with
@@ -121,8 +126,13 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 		run.Unselected = append(run.Unselected, met.Value("myoperator_shard_unselected_drinks_total"))
 		run.Handovers = append(run.Handovers, met.Value("myoperator_shard_handovers_total"))
 	}
-	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s", cfg.N, name,
-		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady)
+	am, err := cp.APIMetrics(ctx)
+	if err != nil {
+		return run, err
+	}
+	run.APIServerRSS = am.Value("process_resident_memory_bytes")
+	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s, kube-apiserver RSS %v MiB", cfg.N, name,
+		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady, MiB([]float64{run.APIServerRSS}))
 	return run, nil
 }
 
