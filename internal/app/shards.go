@@ -107,7 +107,7 @@ func addSharedDrinks(cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcil
 			shardHandovers.Inc()
 		},
 		Serve: func(ctx context.Context, bucket int) error {
-			return serveBucket(ctx, cfg, mgr, o, dr, copts, bucketLimits{slots: slots, syncs: syncs}, bucket, unselected)
+			return serveBucket(ctx, cfg, mgr, o, dr, copts, bucketLimits{slots: slots, syncs: syncs, hold: syncSlotHold}, bucket, unselected)
 		},
 	}
 	return mgr.Add(shareRunnable{coordinator})
@@ -129,15 +129,45 @@ func (shareRunnable) NeedLeaderElection() bool          { return false }
 // server's queue (docs/BENCHMARKS.md).
 const syncingBuckets = 2
 
+// syncSlotHold is the longest a bucket's cache keeps its place among the
+// syncingBuckets while it has not synced. A cache the API server does not
+// fill (its list refused or failing) goes on retrying for as long as the
+// bucket is served; holding its place meanwhile, two such buckets would
+// keep every other bucket the replica takes from listing at all. A bucket
+// of 200,000 Drinks lists in seconds (docs/BENCHMARKS.md), so a minute
+// gives up a place only where something is wrong.
+const syncSlotHold = time.Minute
+
 // bucketLimits are what a replica's bucket controllers share: slots, one
 // held by each running reconcile, and syncs, one held by each cache until
-// it has synced.
-type bucketLimits struct{ slots, syncs chan struct{} }
+// it has synced or for hold, whichever is shorter.
+type bucketLimits struct {
+	slots, syncs chan struct{}
+	hold         time.Duration
+}
+
+// listInTurn calls list (start a cache and wait until it has synced) once
+// one of lim.syncs is free, holding it until list returns or lim.hold has
+// passed, whichever comes first; list goes on after that without it.
+// ran is false, and list is not called, when ctx ends before a place
+// is free.
+func listInTurn(ctx context.Context, lim bucketLimits, list func() bool) (ran, synced bool) {
+	select {
+	case lim.syncs <- struct{}{}:
+	case <-ctx.Done():
+		return false, false
+	}
+	release := sync.OnceFunc(func() { <-lim.syncs })
+	defer release()
+	giveUp := time.AfterFunc(lim.hold, release)
+	defer giveUp.Stop()
+	return true, list()
+}
 
 // serveBucket runs a Drink controller over a cache of one bucket's Drinks
 // and ConfigMaps until ctx ends, and returns when its last reconcile did.
-// Its cache lists only while it holds one of lim.syncs; its reconciles run
-// only while they hold one of lim.slots.
+// Its cache starts listing only in its turn (listInTurn); its reconciles
+// run only while they hold one of lim.slots.
 func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options, dr *reconcile.DrinkReconciler,
 	copts controller.Options, lim bucketLimits, bucket int, unselected func()) error {
 	buckets := []int{bucket}
@@ -178,25 +208,20 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	select {
-	case lim.syncs <- struct{}{}:
-	case <-ctx.Done():
+	ran, synced := listInTurn(ctx, lim, func() bool {
+		wg.Go(func() {
+			if err := share.Start(ctx); err != nil {
+				mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
+			}
+		})
+		return share.WaitForCacheSync(ctx)
+	})
+	if !ran || (!synced && ctx.Err() != nil) {
 		return nil
 	}
-	synced := sync.OnceFunc(func() { <-lim.syncs })
-	defer synced()
-	wg.Go(func() {
-		if err := share.Start(ctx); err != nil {
-			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
-		}
-	})
-	if !share.WaitForCacheSync(ctx) {
-		if ctx.Err() != nil {
-			return nil
-		}
+	if !synced {
 		return fmt.Errorf("the cache of bucket %d did not sync", bucket)
 	}
-	synced()
 	inShare := func(d *drinksv1.Drink) bool { ok, err := matcher.Matches(d); return err == nil && ok }
 	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share, NoGuestbooks: true, InShare: inShare}).Start(ctx) })
 	return c.Start(ctx)
