@@ -209,12 +209,9 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ran, synced := listInTurn(ctx, lim, func() bool {
-		wg.Go(func() {
-			if err := share.Start(ctx); err != nil {
-				mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
-			}
+		return fillBucketCache(ctx, share, &wg, func(err error) {
+			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
 		})
-		return share.WaitForCacheSync(ctx)
 	})
 	if !ran || (!synced && ctx.Err() != nil) {
 		return nil
@@ -225,6 +222,30 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 	inShare := func(d *drinksv1.Drink) bool { ok, err := matcher.Matches(d); return err == nil && ok }
 	wg.Go(func() { _ = (&reconcile.Inventory{Reader: share, NoGuestbooks: true, InShare: inShare}).Start(ctx) })
 	return c.Start(ctx)
+}
+
+// fillBucketCache starts share with its Drink and ConfigMap informers and
+// waits until both have listed, running share in wg and reporting an error
+// it stops with to stopped. The informers are asked for before the cache
+// starts: a controller-runtime cache makes an informer only when first
+// asked for one, and its WaitForCacheSync waits only for the informers it
+// has. Left to the controller's start, both lists would come after the
+// wait, outside the bucket's turn, and every bucket taken at once would
+// list at once (the kill of 1 of 4 at 200,000 Drinks did, at f16002c:
+// docs/BENCHMARKS.md).
+func fillBucketCache(ctx context.Context, share cache.Cache, wg *sync.WaitGroup, stopped func(error)) bool {
+	for _, obj := range []client.Object{&drinksv1.Drink{}, &corev1.ConfigMap{}} {
+		if _, err := share.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			stopped(err)
+			return false
+		}
+	}
+	wg.Go(func() {
+		if err := share.Start(ctx); err != nil {
+			stopped(err)
+		}
+	})
+	return share.WaitForCacheSync(ctx)
 }
 
 // withShardSelector sets selector on every list and watch of lw, and

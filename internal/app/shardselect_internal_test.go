@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/scheme"
@@ -25,17 +23,7 @@ import (
 // holds only the bucket's, from its first list and from its watch, and
 // every Drink dropped is counted.
 func TestBucketCacheWithoutTheGate(t *testing.T) {
-	// envtest directly: test/framework/testenv imports this package.
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd/bases"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, c := crdAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "bucket"
