@@ -133,9 +133,10 @@ const syncingBuckets = 2
 // syncingBuckets while it has not synced. A cache the API server does not
 // fill (its list refused or failing) goes on retrying for as long as the
 // bucket is served; holding its place meanwhile, two such buckets would
-// keep every other bucket the replica takes from listing at all. A bucket
-// of 200,000 Drinks lists in seconds (docs/BENCHMARKS.md), so a minute
-// gives up a place only where something is wrong.
+// keep every other bucket the replica takes from listing at all. At a
+// takeover of 16 buckets of 200,000 Drinks, all listing at once on a
+// loaded API server, each synced within 20 s (docs/BENCHMARKS.md), so a
+// minute gives up a place only where something is wrong.
 const syncSlotHold = time.Minute
 
 // bucketLimits are what a replica's bucket controllers share: slots, one
