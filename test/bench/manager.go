@@ -47,8 +47,10 @@ type Manager struct {
 	opts ManagerOptions
 	cmd  *exec.Cmd
 	done chan error
-	log  *os.File
-	http *http.Client
+	// exited is closed once the process has exited.
+	exited chan struct{}
+	log    *os.File
+	http   *http.Client
 }
 
 // StartManager starts the built manager binary with its webhooks on
@@ -83,7 +85,7 @@ func StartManager(o ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: o, done: make(chan error, 1), log: logFile, http: &http.Client{Timeout: 30 * time.Second}}
+	m := &Manager{opts: o, done: make(chan error, 1), exited: make(chan struct{}), log: logFile, http: &http.Client{Timeout: 30 * time.Second}}
 	m.cmd = exec.Command(o.Binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if o.MemoryLimit > 0 {
@@ -93,7 +95,10 @@ func StartManager(o ManagerOptions) (*Manager, error) {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
 	}
-	go func() { m.done <- m.cmd.Wait() }()
+	go func() {
+		m.done <- m.cmd.Wait()
+		close(m.exited)
+	}()
 	return m, nil
 }
 
@@ -232,6 +237,9 @@ func (m *Manager) Running() bool {
 		return true
 	}
 }
+
+// Exited is closed when the manager has exited, asked to or not.
+func (m *Manager) Exited() <-chan struct{} { return m.exited }
 
 // Stop ends the manager gracefully (SIGTERM), killing it if it hangs.
 func (m *Manager) Stop() {

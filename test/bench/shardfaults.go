@@ -14,6 +14,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -116,9 +117,15 @@ type ShardKill struct {
 	Baseline, Others, Moved, Killed Latency
 	// Probes are every probe: its create in seconds from the kill, its
 	// latency, its bucket and which of the above it counts in.
-	Probes      []ProbeSample
-	Audit       Audit
-	MemoryLimit float64
+	Probes []ProbeSample
+	// ProbeRetries are the probe creates that failed (a webhook call
+	// to the killed replica under way) and were tried again.
+	ProbeRetries int `json:",omitempty"`
+	Audit        Audit
+	MemoryLimit  float64
+	// Restarts are the replicas that exited without the bench asking
+	// and were started again (shardReplicas).
+	Restarts []string `json:",omitempty"`
 }
 
 // ShardScale is one run of N Drinks created while the replicas are scaled
@@ -138,10 +145,17 @@ type ShardScale struct {
 	Rebalance   []float64
 	Audit       Audit
 	MemoryLimit float64
+	// Restarts are the replicas that exited without the bench asking
+	// and were started again (shardReplicas).
+	Restarts []string `json:",omitempty"`
 }
 
 // shardReplicas starts and stops the replicas of a run, each with its own
-// identity, ports and log.
+// identity, ports and log, behind one webhookService. A replica that exits
+// without the bench asking (one that lost its leader election Lease to a
+// loaded API server exits, as controller-runtime's managers do) is started
+// again as a kubelet would restart its container, and the restart is
+// recorded; one the bench kills stays down.
 type shardReplicas struct {
 	// single runs them as one leader without --shard-drinks (the
 	// default install).
@@ -150,43 +164,28 @@ type shardReplicas struct {
 	cp      *ControlPlane
 	dir     string
 	limit   int64
-	running map[int]*Manager
+	service *webhookService
+	began   time.Time
+
+	mu          sync.Mutex
+	running     map[int]*Manager
+	kubeconfigs map[int]string
+	restarts    []string
 }
 
 func (r *shardReplicas) id(i int) string { return "bench-" + strconv.Itoa(i) }
+
+// webhookPort is replica i's own webhook port, behind r.service.
+func (r *shardReplicas) webhookPort(i int) int { return r.cfg.BasePort + 30 + i }
 
 // start starts replicas is and waits until each is ready.
 func (r *shardReplicas) start(ctx context.Context, is ...int) error {
 	var started []*Manager
 	for _, i := range is {
-		id := r.id(i)
-		kubeconfig, err := r.cp.PodKubeconfig(ctx, r.dir, id)
+		m, err := r.launch(ctx, i)
 		if err != nil {
 			return err
 		}
-		reconciles := 16
-		if len(r.cfg.Reconciles) > 0 {
-			reconciles = r.cfg.Reconciles[0]
-		}
-		o := ManagerOptions{
-			Binary: r.cfg.Manager, Kubeconfig: kubeconfig, LogFile: filepath.Join(r.dir, id+".log"),
-			MetricsPort: r.cfg.BasePort + 3*i, ProbePort: r.cfg.BasePort + 3*i + 1, PprofPort: r.cfg.BasePort + 3*i + 2,
-			MaxConcurrentReconciles: reconciles, LeaderElect: true, MemoryLimit: r.limit,
-			ExtraArgs: []string{"--pod-name=" + id},
-		}
-		if !r.single {
-			o.ExtraArgs = append(o.ExtraArgs, "--shard-drinks")
-		}
-		if i > 0 {
-			// The API server calls 9443 for admission: the first
-			// replica's, which every run keeps.
-			o.WebhookPort = r.cfg.BasePort + 30 + i
-		}
-		m, err := StartManager(o)
-		if err != nil {
-			return err
-		}
-		r.running[i] = m
 		started = append(started, m)
 	}
 	for _, m := range started {
@@ -197,18 +196,132 @@ func (r *shardReplicas) start(ctx context.Context, is ...int) error {
 	return nil
 }
 
+// launch starts replica i (its Pod and token made the first time only),
+// adds it to the webhook Service and watches it for an exit it was not
+// asked for.
+func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
+	id := r.id(i)
+	r.mu.Lock()
+	kubeconfig, ok := r.kubeconfigs[i]
+	r.mu.Unlock()
+	if !ok {
+		var err error
+		if kubeconfig, err = r.cp.PodKubeconfig(ctx, r.dir, id); err != nil {
+			return nil, err
+		}
+	}
+	reconciles := 16
+	if len(r.cfg.Reconciles) > 0 {
+		reconciles = r.cfg.Reconciles[0]
+	}
+	o := ManagerOptions{
+		Binary: r.cfg.Manager, Kubeconfig: kubeconfig, LogFile: filepath.Join(r.dir, id+".log"),
+		WebhookPort: r.webhookPort(i),
+		MetricsPort: r.cfg.BasePort + 3*i, ProbePort: r.cfg.BasePort + 3*i + 1, PprofPort: r.cfg.BasePort + 3*i + 2,
+		MaxConcurrentReconciles: reconciles, LeaderElect: true, MemoryLimit: r.limit,
+		ExtraArgs: []string{"--pod-name=" + id},
+	}
+	r.mu.Lock()
+	if n := r.restartsOf(id); n > 0 {
+		// Keep the log of the run that exited.
+		o.LogFile = filepath.Join(r.dir, fmt.Sprintf("%s.restart-%d.log", id, n))
+	}
+	r.mu.Unlock()
+	if !r.single {
+		o.ExtraArgs = append(o.ExtraArgs, "--shard-drinks")
+	}
+	m, err := StartManager(o)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.running[i] = m
+	r.kubeconfigs[i] = kubeconfig
+	r.mu.Unlock()
+	r.service.add(o.WebhookPort)
+	go r.supervise(ctx, i, m)
+	return m, nil
+}
+
+// supervise restarts replica i if m exits while it is still meant to run.
+func (r *shardReplicas) supervise(ctx context.Context, i int, m *Manager) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-m.Exited():
+	}
+	r.mu.Lock()
+	unasked := r.running[i] == m
+	if unasked {
+		delete(r.running, i)
+		r.restarts = append(r.restarts, fmt.Sprintf("%s exited at %.0f s (%v), started again", r.id(i), time.Since(r.began).Seconds(), m.Wait(time.Second)))
+	}
+	r.mu.Unlock()
+	if !unasked {
+		return
+	}
+	r.service.remove(r.webhookPort(i))
+	r.cfg.Logf("replica %s exited unasked (%v; see %s); starting it again", r.id(i), m.Wait(time.Second), m.opts.LogFile)
+	if _, err := r.launch(ctx, i); err != nil {
+		r.cfg.Logf("starting %s again: %v", r.id(i), err)
+	}
+}
+
+func (r *shardReplicas) restartsOf(id string) int {
+	n := 0
+	for _, s := range r.restarts {
+		if strings.HasPrefix(s, id+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// take removes replica i from the running set and the webhook Service, so
+// that its exit counts as asked for.
+func (r *shardReplicas) take(i int) *Manager {
+	r.mu.Lock()
+	m := r.running[i]
+	delete(r.running, i)
+	r.mu.Unlock()
+	r.service.remove(r.webhookPort(i))
+	return m
+}
+
 // stop ends replicas is with SIGTERM, all at once, and waits for them.
 func (r *shardReplicas) stop(is ...int) {
 	var wg sync.WaitGroup
 	for _, i := range is {
-		m := r.running[i]
-		delete(r.running, i)
-		wg.Go(m.Stop)
+		if m := r.take(i); m != nil {
+			wg.Go(m.Stop)
+		}
 	}
 	wg.Wait()
 }
 
+// kill ends replica i with SIGKILL and waits for it to exit.
+func (r *shardReplicas) kill(i int) error {
+	m := r.take(i)
+	if m == nil {
+		return fmt.Errorf("replica %s is not running", r.id(i))
+	}
+	if err := m.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	_ = m.Wait(10 * time.Second)
+	return nil
+}
+
+// manager is replica i's running manager, or nil.
+func (r *shardReplicas) manager(i int) *Manager {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[i]
+}
+
 func (r *shardReplicas) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []string
 	for i := range r.running {
 		out = append(out, r.id(i))
@@ -217,12 +330,23 @@ func (r *shardReplicas) ids() []string {
 	return out
 }
 
+// Restarts are the replicas started again after an exit not asked for.
+func (r *shardReplicas) Restarts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.restarts)
+}
+
+// stopAll stops every replica and then the webhook Service.
 func (r *shardReplicas) stopAll() {
+	r.mu.Lock()
 	var is []int
 	for i := range r.running {
 		is = append(is, i)
 	}
+	r.mu.Unlock()
 	r.stop(is...)
+	_ = r.service.Close()
 }
 
 // startShardRun starts the control plane of a run, and the replicas'
@@ -232,7 +356,13 @@ func startShardRun(ctx context.Context, cfg Config, dir string, p shardPlane, li
 	if err != nil {
 		return nil, nil, err
 	}
-	return cp, &shardReplicas{cfg: cfg, cp: cp, dir: dir, limit: limit, running: map[int]*Manager{}}, nil
+	svc, err := serveWebhooks(WebhookPort)
+	if err != nil {
+		cp.Stop()
+		return nil, nil, fmt.Errorf("serving the webhooks on %d: %w", WebhookPort, err)
+	}
+	return cp, &shardReplicas{cfg: cfg, cp: cp, dir: dir, limit: limit, service: svc, began: time.Now(),
+		running: map[int]*Manager{}, kubeconfigs: map[int]string{}}, nil
 }
 
 // writesFor counts the API writes (Leases left out) over d.
@@ -341,12 +471,10 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	go func() { probesDone <- pw.create(probeCtx, cp.Client, run.ProbeRate) }()
 	time.Sleep(20 * time.Second)
 	kill := time.Now()
-	if err := reps.running[victim].Signal(syscall.SIGKILL); err != nil {
+	if err := reps.kill(victim); err != nil {
 		stopProbes()
 		return run, err
 	}
-	_ = reps.running[victim].Wait(10 * time.Second)
-	delete(reps.running, victim)
 	err = poll(ctx, time.Now().Add(5*time.Minute), 100*time.Millisecond, func() (bool, error) {
 		hs, err := bucketHolders(ctx, cp.Client)
 		if err != nil {
@@ -370,6 +498,9 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	if err != nil {
 		return run, err
 	}
+	pw.mu.Lock()
+	run.ProbeRetries = pw.retried
+	pw.mu.Unlock()
 	after, err := bucketHolders(ctx, cp.Client)
 	if err != nil {
 		return run, err
@@ -405,8 +536,9 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	if err != nil {
 		return run, err
 	}
-	cfg.Logf("N=%d kill 1 of %d: takeover %.1fs, recovered %.1fs; probes p99 before %.2fs, others %.2fs (max %.2fs), killed range %.2fs; audit %+v",
-		cfg.N, k, run.TakeoverSeconds, run.RecoverSeconds, run.Baseline.P99, run.Others.P99, run.Others.Max, run.Killed.P99, run.Audit)
+	run.Restarts = reps.Restarts()
+	cfg.Logf("N=%d kill 1 of %d: takeover %.1fs, recovered %.1fs; probes p99 before %.2fs, others %.2fs (max %.2fs), killed range %.2fs; %d probe creates retried; restarts %v; audit %+v",
+		cfg.N, k, run.TakeoverSeconds, run.RecoverSeconds, run.Baseline.P99, run.Others.P99, run.Others.Max, run.Killed.P99, run.ProbeRetries, run.Restarts, run.Audit)
 	return run, nil
 }
 
@@ -491,6 +623,7 @@ func RunShardScale(ctx context.Context, cfg Config, steps []int, workers int, li
 	if run.Audit, err = auditRun(ctx, cp, dir, began); err != nil {
 		return run, err
 	}
+	run.Restarts = reps.Restarts()
 	cfg.Logf("N=%d scale %v: converged in %.1fs, rebalances %v s; audit %+v", cfg.N, steps, run.Seconds, run.Rebalance, run.Audit)
 	return run, nil
 }
@@ -547,6 +680,8 @@ type probeWatch struct {
 	probes map[string]*probe
 	ready  map[string]time.Time
 	sent   int
+	// retried counts the probe creates that failed and were tried again.
+	retried int
 }
 
 // watchProbes starts an informer on probeNS's Drinks.
@@ -607,7 +742,7 @@ func (pw *probeWatch) create(ctx context.Context, c client.Client, rate float64)
 			created := time.Now()
 			// Not ctx: a create under way when the probing stops is
 			// finished and counted.
-			if err := c.Create(context.WithoutCancel(ctx), d); err != nil {
+			if err := pw.createOne(context.WithoutCancel(ctx), c, d); err != nil {
 				select {
 				case errs <- fmt.Errorf("creating probe %s: %w", d.Name, err):
 				default:
@@ -619,6 +754,29 @@ func (pw *probeWatch) create(ctx context.Context, c client.Client, rate float64)
 			pw.sent++
 			pw.mu.Unlock()
 		})
+	}
+}
+
+// createOne creates d, trying again for up to 30 s after a failure, as a
+// client does: a webhook call under way to the replica the run kills
+// fails, and the create with it. Its latency counts from the first try;
+// the failed tries are counted in pw.retried. A create that had been
+// stored before its answer was lost leaves AlreadyExists on the next try,
+// and the stored Drink's UID is taken.
+func (pw *probeWatch) createOne(ctx context.Context, c client.Client, d *drinksv1.Drink) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.Create(ctx, d.DeepCopy())
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return c.Get(ctx, client.ObjectKeyFromObject(d), d)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		pw.mu.Lock()
+		pw.retried++
+		pw.mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -44,6 +44,9 @@ type ShardRun struct {
 	// replica cost the server, which without the feature gate sends each
 	// Drink to every bucket's watch.
 	APIServerRSS float64
+	// Restarts are the replicas that exited without the bench asking
+	// and were started again (shardReplicas).
+	Restarts []string `json:",omitempty"`
 }
 
 // RunShards measures cfg.N Drinks with each number of replicas, and, with
@@ -111,7 +114,10 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 		return run, err
 	}
 	for _, i := range upToSlice(k) {
-		m := reps.running[i]
+		m := reps.manager(i)
+		if m == nil {
+			return run, fmt.Errorf("replica %s is not running", reps.id(i))
+		}
 		mem, err := m.MeasureMemory(ctx)
 		if err != nil {
 			return run, err
@@ -131,6 +137,7 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 		return run, err
 	}
 	run.APIServerRSS = am.Value("process_resident_memory_bytes")
+	run.Restarts = reps.Restarts()
 	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s, kube-apiserver RSS %v MiB", cfg.N, name,
 		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady, MiB([]float64{run.APIServerRSS}))
 	return run, nil
