@@ -29,6 +29,12 @@ type shardPlane struct {
 	// audit log (AuditLog(dir)) that shardaudit reads; Fence installs
 	// config/sharding's fence (an install without --shard-drinks has none).
 	Gate, Audit, Fence bool
+	// FenceIdle installs the fence with a match condition that is never
+	// true, so that the API server calls it for no write: the replicas
+	// run as with the fence, its webhook configuration and CA in place,
+	// but what its calls cost is not paid. For measuring that cost
+	// apart only: such replicas are not fenced.
+	FenceIdle bool
 }
 
 // startShardPlane starts a control plane for replicas that run as in a
@@ -57,7 +63,7 @@ func startShardPlane(ctx context.Context, cfg Config, dir string, p shardPlane) 
 		return nil, err
 	}
 	if p.Fence {
-		if err := installFence(ctx, cp); err != nil {
+		if err := installFence(ctx, cp, p.FenceIdle); err != nil {
 			cp.Stop()
 			return nil, err
 		}
@@ -88,8 +94,9 @@ func installRBAC(ctx context.Context, cp *ControlPlane) error {
 }
 
 // installFence installs config/sharding's fence, whose webhooks then call
-// https://localhost:9443 as config/local's do.
-func installFence(ctx context.Context, cp *ControlPlane) error {
+// https://localhost:9443 as config/local's do; idle ones are never called
+// (shardPlane.FenceIdle).
+func installFence(ctx context.Context, cp *ControlPlane, idle bool) error {
 	objs, err := manifests.RenderWithComponents("config/default", "config/sharding")
 	if err != nil {
 		return err
@@ -107,6 +114,9 @@ func installFence(ctx context.Context, cp *ControlPlane) error {
 			path := ptr.Deref(w.ClientConfig.Service.Path, "/")
 			w.ClientConfig.Service = nil
 			w.ClientConfig.URL = ptr.To(fmt.Sprintf("https://localhost:%d%s", WebhookPort, path))
+			if idle {
+				w.MatchConditions = append(w.MatchConditions, admissionregistrationv1.MatchCondition{Name: "bench-fence-idle", Expression: "false"})
+			}
 		}
 		// The first replica's certificate rotator injects the CA.
 		return cp.Client.Create(ctx, vwc)

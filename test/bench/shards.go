@@ -47,30 +47,47 @@ type ShardRun struct {
 	// Restarts are the replicas that exited without the bench asking
 	// and were started again (shardReplicas).
 	Restarts []string `json:",omitempty"`
+	// CPU seconds used from the first create to convergence by
+	// kube-apiserver and by each replica, and the busy share of the
+	// machine's cores then: where the time of a slower convergence goes.
+	APIServerCPU float64   `json:",omitempty"`
+	ReplicaCPU   []float64 `json:",omitempty"`
+	MachineBusy  float64   `json:",omitempty"`
+	// FenceIdle: the fence was installed but never called
+	// (shardPlane.FenceIdle), to measure what its calls cost.
+	FenceIdle bool `json:",omitempty"`
 }
 
 // RunShards measures cfg.N Drinks with each number of replicas, and, with
 // gateOff, the largest number again on an API server without the feature
-// gate (each replica then receives every Drink and filters on the client).
+// gate (each replica then receives every Drink and filters on the client),
+// and with fenceIdle, the largest number again with the fence never called
+// (shardPlane.FenceIdle).
 // Each replica runs with limit as its memory limit (bytes).
-func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gateOff bool, limit float64) ([]ShardRun, error) {
+func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gateOff, fenceIdle bool, limit float64) ([]ShardRun, error) {
 	cfg.memoryLimit = limit
 	type plan struct {
-		k    int
-		gate bool
+		k               int
+		gate, fenceIdle bool
 	}
 	var plans []plan
 	for _, k := range replicas {
-		plans = append(plans, plan{k, true})
+		plans = append(plans, plan{k, true, false})
 	}
-	if gateOff && len(replicas) > 0 {
-		plans = append(plans, plan{replicas[len(replicas)-1], false})
+	if len(replicas) > 0 {
+		last := replicas[len(replicas)-1]
+		if gateOff {
+			plans = append(plans, plan{last, false, false})
+		}
+		if fenceIdle && last > 1 {
+			plans = append(plans, plan{last, true, true})
+		}
 	}
 	var out []ShardRun
 	for _, p := range plans {
-		run, err := runShard(ctx, cfg, p.k, p.gate, workers)
+		run, err := runShard(ctx, cfg, p.k, p.gate, p.fenceIdle, workers)
 		if err != nil {
-			return out, fmt.Errorf("%d replicas (feature gate %v): %w", p.k, p.gate, err)
+			return out, fmt.Errorf("%d replicas (feature gate %v, fence idle %v): %w", p.k, p.gate, p.fenceIdle, err)
 		}
 		run.MemoryLimit = limit
 		out = append(out, run)
@@ -78,15 +95,18 @@ func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gat
 	return out, nil
 }
 
-func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (ShardRun, error) {
-	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true}
+func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle bool, workers int) (ShardRun, error) {
+	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true, FenceIdle: fenceIdle}
 	name := fmt.Sprintf("shards-k%d", k)
 	if !gate {
 		name += "-nogate"
 	}
+	if fenceIdle {
+		name += "-fenceidle"
+	}
 	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-%s", cfg.N, name))
 	cfg.Logf("N=%d %s: starting kube-apiserver and etcd", cfg.N, name)
-	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: gate, Fence: run.Sharded}, int64(cfg.memoryLimit))
+	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: gate, Fence: run.Sharded, FenceIdle: fenceIdle}, int64(cfg.memoryLimit))
 	if err != nil {
 		return run, err
 	}
@@ -104,12 +124,25 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 	if err := cp.CreateNamespace(ctx, drinkNS); err != nil {
 		return run, err
 	}
+	before, err := reps.cpu(ctx, k)
+	if err != nil {
+		return run, err
+	}
 	seconds, creates, err := createConverged(ctx, cp, cfg.N, workers)
 	if err != nil {
 		return run, err
 	}
 	run.Seconds, run.CreateSeconds = seconds, creates
-	cfg.Logf("N=%d %s: converged in %.1fs (creates %.1fs); counting writes for %s", cfg.N, name, run.Seconds, run.CreateSeconds, cfg.Window)
+	after, err := reps.cpu(ctx, k)
+	if err != nil {
+		return run, err
+	}
+	run.APIServerCPU, run.MachineBusy = after.api-before.api, busyBetween(before.machine, after.machine)
+	for i := range after.replicas {
+		run.ReplicaCPU = append(run.ReplicaCPU, after.replicas[i]-before.replicas[i])
+	}
+	cfg.Logf("N=%d %s: converged in %.1fs (creates %.1fs); CPU s kube-apiserver %.0f, replicas %.0f, machine busy %.2f; counting writes for %s",
+		cfg.N, name, run.Seconds, run.CreateSeconds, run.APIServerCPU, run.ReplicaCPU, run.MachineBusy, cfg.Window)
 	if run.Steady, err = cp.writesFor(ctx, cfg.Window); err != nil {
 		return run, err
 	}
@@ -141,6 +174,36 @@ func runShard(ctx context.Context, cfg Config, k int, gate bool, workers int) (S
 	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s, kube-apiserver RSS %v MiB", cfg.N, name,
 		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady, MiB([]float64{run.APIServerRSS}))
 	return run, nil
+}
+
+// cpuReading is the CPU seconds kube-apiserver and replicas 0..k-1 have
+// used, and the machine's CPU times.
+type cpuReading struct {
+	api      float64
+	replicas []float64
+	machine  cpuTimes
+}
+
+func (r *shardReplicas) cpu(ctx context.Context, k int) (cpuReading, error) {
+	var c cpuReading
+	am, err := r.cp.APIMetrics(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.api = am.Value(cpuSeconds)
+	for i := range k {
+		m := r.manager(i)
+		if m == nil {
+			return c, fmt.Errorf("replica %s is not running", r.id(i))
+		}
+		mm, err := m.Metrics(ctx)
+		if err != nil {
+			return c, err
+		}
+		c.replicas = append(c.replicas, mm.Value(cpuSeconds))
+	}
+	c.machine, err = readCPU()
+	return c, err
 }
 
 // MiB is v in MiB, to one decimal.
