@@ -175,8 +175,15 @@ type shardReplicas struct {
 
 func (r *shardReplicas) id(i int) string { return "bench-" + strconv.Itoa(i) }
 
-// webhookPort is replica i's own webhook port, behind r.service.
-func (r *shardReplicas) webhookPort(i int) int { return r.cfg.BasePort + 30 + i }
+// webhookPort is replica i's own webhook port, behind r.service; without
+// a Service the first replica serves the webhooks where the API server
+// calls them.
+func (r *shardReplicas) webhookPort(i int) int {
+	if r.service == nil && i == 0 {
+		return WebhookPort
+	}
+	return r.cfg.BasePort + 30 + i
+}
 
 // start starts replicas is and waits until each is ready.
 func (r *shardReplicas) start(ctx context.Context, is ...int) error {
@@ -356,10 +363,12 @@ func startShardRun(ctx context.Context, cfg Config, dir string, p shardPlane, li
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := serveWebhooks(WebhookPort)
-	if err != nil {
-		cp.Stop()
-		return nil, nil, fmt.Errorf("serving the webhooks on %d: %w", WebhookPort, err)
+	var svc *webhookService
+	if !p.DirectWebhooks {
+		if svc, err = serveWebhooks(WebhookPort); err != nil {
+			cp.Stop()
+			return nil, nil, fmt.Errorf("serving the webhooks on %d: %w", WebhookPort, err)
+		}
 	}
 	return cp, &shardReplicas{cfg: cfg, cp: cp, dir: dir, limit: limit, service: svc, began: time.Now(),
 		running: map[int]*Manager{}, kubeconfigs: map[int]string{}}, nil

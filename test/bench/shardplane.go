@@ -35,6 +35,10 @@ type shardPlane struct {
 	// but what its calls cost is not paid. For measuring that cost
 	// apart only: such replicas are not fenced.
 	FenceIdle bool
+	// DirectWebhooks leaves the bench's webhook Service out: the first
+	// replica serves the webhooks on WebhookPort itself and no other
+	// replica gets a call (for one replica: what the Service costs).
+	DirectWebhooks bool
 }
 
 // startShardPlane starts a control plane for replicas that run as in a

@@ -56,38 +56,58 @@ type ShardRun struct {
 	// FenceIdle: the fence was installed but never called
 	// (shardPlane.FenceIdle), to measure what its calls cost.
 	FenceIdle bool `json:",omitempty"`
+	// DirectWebhooks: the API server called the one replica's webhooks
+	// directly; every other run calls them through the bench's webhook
+	// Service (test/bench/webhooksvc.go; records before 7fc73f0 called
+	// the first replica directly).
+	DirectWebhooks bool `json:",omitempty"`
 }
 
-// RunShards measures cfg.N Drinks with each number of replicas, and, with
-// gateOff, the largest number again on an API server without the feature
-// gate (each replica then receives every Drink and filters on the client),
-// and with fenceIdle, the largest number again with the fence never called
-// (shardPlane.FenceIdle).
-// Each replica runs with limit as its memory limit (bytes).
-func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gateOff, fenceIdle bool, limit float64) ([]ShardRun, error) {
+// ShardExtras are the runs RunShards makes after the replica counts.
+type ShardExtras struct {
+	// GateOff runs the largest count again on an API server without the
+	// feature gate (each replica then receives every Drink and filters on
+	// the client).
+	GateOff bool
+	// FenceIdle runs the largest count above 1 again with the fence never
+	// called (shardPlane.FenceIdle).
+	FenceIdle bool
+	// Direct runs one replica again with its webhooks called directly,
+	// not through the bench's webhook Service (shardPlane.DirectWebhooks).
+	Direct bool
+}
+
+// RunShards measures cfg.N Drinks with each number of replicas, then the
+// extra runs asked for. Each replica runs with limit as its memory limit
+// (bytes).
+func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, extra ShardExtras, limit float64) ([]ShardRun, error) {
 	cfg.memoryLimit = limit
 	type plan struct {
-		k               int
-		gate, fenceIdle bool
+		k int
+		// gateOff rather than gate: the zero plan is the usual run.
+		gateOff, fenceIdle, direct bool
 	}
 	var plans []plan
 	for _, k := range replicas {
-		plans = append(plans, plan{k, true, false})
+		plans = append(plans, plan{k: k})
 	}
 	if len(replicas) > 0 {
 		last := replicas[len(replicas)-1]
-		if gateOff {
-			plans = append(plans, plan{last, false, false})
+		if extra.GateOff {
+			plans = append(plans, plan{k: last, gateOff: true})
 		}
-		if fenceIdle && last > 1 {
-			plans = append(plans, plan{last, true, true})
+		if extra.FenceIdle && last > 1 {
+			plans = append(plans, plan{k: last, fenceIdle: true})
 		}
+	}
+	if extra.Direct {
+		plans = append(plans, plan{k: 1, direct: true})
 	}
 	var out []ShardRun
 	for _, p := range plans {
-		run, err := runShard(ctx, cfg, p.k, p.gate, p.fenceIdle, workers)
+		run, err := runShard(ctx, cfg, p.k, !p.gateOff, p.fenceIdle, p.direct, workers)
 		if err != nil {
-			return out, fmt.Errorf("%d replicas (feature gate %v, fence idle %v): %w", p.k, p.gate, p.fenceIdle, err)
+			return out, fmt.Errorf("%d replicas (feature gate %v, fence idle %v, webhooks direct %v): %w", p.k, !p.gateOff, p.fenceIdle, p.direct, err)
 		}
 		run.MemoryLimit = limit
 		out = append(out, run)
@@ -95,8 +115,9 @@ func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, gat
 	return out, nil
 }
 
-func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle bool, workers int) (ShardRun, error) {
-	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true, FenceIdle: fenceIdle}
+func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bool, workers int) (ShardRun, error) {
+	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true,
+		FenceIdle: fenceIdle, DirectWebhooks: direct}
 	name := fmt.Sprintf("shards-k%d", k)
 	if !gate {
 		name += "-nogate"
@@ -104,9 +125,12 @@ func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle bool, work
 	if fenceIdle {
 		name += "-fenceidle"
 	}
+	if direct {
+		name += "-direct"
+	}
 	dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("n%d-%s", cfg.N, name))
 	cfg.Logf("N=%d %s: starting kube-apiserver and etcd", cfg.N, name)
-	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: gate, Fence: run.Sharded, FenceIdle: fenceIdle}, int64(cfg.memoryLimit))
+	cp, reps, err := startShardRun(ctx, cfg, dir, shardPlane{Gate: gate, Fence: run.Sharded, FenceIdle: fenceIdle, DirectWebhooks: direct}, int64(cfg.memoryLimit))
 	if err != nil {
 		return run, err
 	}

@@ -43,8 +43,12 @@ func serveWebhooks(port int) (*webhookService, error) {
 	return s, nil
 }
 
-// add and remove change the replicas' webhook ports the Service sends to.
+// add and remove change the replicas' webhook ports the Service sends to;
+// on a nil Service (the webhooks called directly) they do nothing.
 func (s *webhookService) add(port int) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Contains(s.ports, port) {
@@ -53,6 +57,9 @@ func (s *webhookService) add(port int) {
 }
 
 func (s *webhookService) remove(port int) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ports = slices.DeleteFunc(s.ports, func(p int) bool { return p == port })
@@ -123,7 +130,11 @@ func (s *webhookService) pass(conn net.Conn) {
 }
 
 // Close stops listening; connections under way end with their replicas.
+// A nil Service (the webhooks called directly) has nothing to close.
 func (s *webhookService) Close() error {
+	if s == nil {
+		return nil
+	}
 	err := s.ln.Close()
 	if errors.Is(err, net.ErrClosed) {
 		return nil

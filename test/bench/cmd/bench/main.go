@@ -55,13 +55,14 @@ func run() error {
 	flag.IntVar(&outageWorkers, "outage-workers", 16, "Client concurrency of the Drink creates before the outage (-outage).")
 	var shards string
 	var shardWorkers int
-	var shardsGateOff, shardsFenceIdle bool
+	var shardsGateOff, shardsFenceIdle, shardsDirect bool
 	var shardKill int
 	var shardScale string
 	var shardMemoryLimit int64
 	flag.StringVar(&shards, "shards", "", "Measure only replicas that share the Drinks: for each N of -n and each replica count here (for example 1,2,4; one replica runs as the default install's single leader), create N Drinks while the replicas run and record convergence, each replica's heap and Drink bytes read, and the writes after convergence; -out gets one record per run with the machine, command and commit.")
 	flag.IntVar(&shardWorkers, "shard-workers", 16, "Client concurrency of the Drink creates (-shards).")
 	flag.BoolVar(&shardsGateOff, "shards-gate-off", false, "With -shards, measure the largest replica count again on an API server without ShardedListAndWatch (each replica filters on the client).")
+	flag.BoolVar(&shardsDirect, "shards-direct", false, "With -shards, run one replica again with the API server calling its webhooks directly rather than through the bench's loopback webhook Service: what the Service costs.")
 	flag.BoolVar(&shardsFenceIdle, "shards-fence-idle", false, "With -shards, measure the largest replica count (above 1) again with the fence installed but never called (a match condition that is false): what the fence's calls cost, measured apart. Such replicas are not fenced.")
 	flag.IntVar(&shardKill, "shard-kill", 0, "Measure only a SIGKILL of one of this many replicas that share the Drinks: for each N of -n, converge N Drinks, create probe Drinks at 10 a second, kill one replica, and record the takeover of its buckets, the probes' latency in its buckets and the others', and the audit log's double writes.")
 	flag.StringVar(&shardScale, "shard-scale", "", "Measure only replicas scaled through these counts (for example 1,4,2,1) while N Drinks are created: each change after an equal part of the creates; record each rebalance's time, the convergence and the audit log's double writes.")
@@ -126,7 +127,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		return runShards(ctx, cfg, sizes, replicas, shardWorkers, shardsGateOff, shardsFenceIdle, float64(shardMemoryLimit), out)
+		return runShards(ctx, cfg, sizes, replicas, shardWorkers, bench.ShardExtras{GateOff: shardsGateOff, FenceIdle: shardsFenceIdle, Direct: shardsDirect}, float64(shardMemoryLimit), out)
 	}
 
 	var recs []bench.Record
@@ -246,7 +247,7 @@ type shardRecord struct {
 	Machine                         machine
 }
 
-func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, gateOff, fenceIdle bool, limit float64, out string) error {
+func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, extra bench.ShardExtras, limit float64, out string) error {
 	head := shardRecord{Command: strings.Join(os.Args, " ")}
 	var err error
 	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
@@ -260,15 +261,15 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 	}
 	for _, n := range sizes {
 		cfg.N = n
-		runs, err := bench.RunShards(ctx, cfg, replicas, workers, gateOff, fenceIdle, limit)
+		runs, err := bench.RunShards(ctx, cfg, replicas, workers, extra, limit)
 		for _, r := range runs {
 			rec := head
 			rec.ShardRun = r
 			if err := appendRecord(out, rec); err != nil {
 				return err
 			}
-			fmt.Printf("N=%d replicas=%d sharded=%v gate=%v fence idle=%v: converged %.1fs (creates %.1fs); heap MiB %v; Drinks read MiB %v; unselected %v; writes after convergence %s\n",
-				r.N, r.Replicas, r.Sharded, r.FeatureGate, r.FenceIdle, r.Seconds, r.CreateSeconds, bench.MiB(r.HeapInuse), bench.MiB(r.DrinkReadBytes), r.Unselected, r.Steady)
+			fmt.Printf("N=%d replicas=%d sharded=%v gate=%v fence idle=%v direct=%v: converged %.1fs (creates %.1fs); heap MiB %v; Drinks read MiB %v; unselected %v; writes after convergence %s\n",
+				r.N, r.Replicas, r.Sharded, r.FeatureGate, r.FenceIdle, r.DirectWebhooks, r.Seconds, r.CreateSeconds, bench.MiB(r.HeapInuse), bench.MiB(r.DrinkReadBytes), r.Unselected, r.Steady)
 		}
 		if err != nil {
 			return fmt.Errorf("at %d Drinks: %w (logs in %s)", n, err, cfg.WorkDir)
