@@ -171,6 +171,10 @@ type shardReplicas struct {
 	running     map[int]*Manager
 	kubeconfigs map[int]string
 	restarts    []string
+	// restarted counts each replica's restarts (its log file names).
+	restarted map[int]int
+	// stopped: stopAll has run, so an exit is not restarted.
+	stopped bool
 }
 
 func (r *shardReplicas) id(i int) string { return "bench-" + strconv.Itoa(i) }
@@ -229,7 +233,7 @@ func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
 		ExtraArgs: []string{"--pod-name=" + id},
 	}
 	r.mu.Lock()
-	if n := r.restartsOf(id); n > 0 {
+	if n := r.restarted[i]; n > 0 {
 		// Keep the log of the run that exited.
 		o.LogFile = filepath.Join(r.dir, fmt.Sprintf("%s.restart-%d.log", id, n))
 	}
@@ -242,6 +246,12 @@ func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
 		return nil, err
 	}
 	r.mu.Lock()
+	if r.stopped {
+		// stopAll ran while this one started: it would be left running.
+		r.mu.Unlock()
+		m.Stop()
+		return nil, fmt.Errorf("replica %s started after the replicas were stopped", id)
+	}
 	r.running[i] = m
 	r.kubeconfigs[i] = kubeconfig
 	r.mu.Unlock()
@@ -257,31 +267,23 @@ func (r *shardReplicas) supervise(ctx context.Context, i int, m *Manager) {
 		return
 	case <-m.Exited():
 	}
+	exit := m.Wait(time.Second)
 	r.mu.Lock()
-	unasked := r.running[i] == m
+	unasked := r.running[i] == m && !r.stopped
 	if unasked {
 		delete(r.running, i)
-		r.restarts = append(r.restarts, fmt.Sprintf("%s exited at %.0f s (%v), started again", r.id(i), time.Since(r.began).Seconds(), m.Wait(time.Second)))
+		r.restarted[i]++
+		r.restarts = append(r.restarts, fmt.Sprintf("%s exited at %.0f s (%v), started again", r.id(i), time.Since(r.began).Seconds(), exit))
 	}
 	r.mu.Unlock()
 	if !unasked {
 		return
 	}
 	r.service.remove(r.webhookPort(i))
-	r.cfg.Logf("replica %s exited unasked (%v; see %s); starting it again", r.id(i), m.Wait(time.Second), m.opts.LogFile)
+	r.cfg.Logf("replica %s exited unasked (%v; see %s); starting it again", r.id(i), exit, m.opts.LogFile)
 	if _, err := r.launch(ctx, i); err != nil {
 		r.cfg.Logf("starting %s again: %v", r.id(i), err)
 	}
-}
-
-func (r *shardReplicas) restartsOf(id string) int {
-	n := 0
-	for _, s := range r.restarts {
-		if strings.HasPrefix(s, id+" ") {
-			n++
-		}
-	}
-	return n
 }
 
 // take removes replica i from the running set and the webhook Service, so
@@ -319,11 +321,14 @@ func (r *shardReplicas) kill(i int) error {
 	return nil
 }
 
-// manager is replica i's running manager, or nil.
-func (r *shardReplicas) manager(i int) *Manager {
+// manager is replica i's running manager.
+func (r *shardReplicas) manager(i int) (*Manager, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.running[i]
+	if m := r.running[i]; m != nil {
+		return m, nil
+	}
+	return nil, fmt.Errorf("replica %s is not running", r.id(i))
 }
 
 func (r *shardReplicas) ids() []string {
@@ -344,9 +349,11 @@ func (r *shardReplicas) Restarts() []string {
 	return slices.Clone(r.restarts)
 }
 
-// stopAll stops every replica and then the webhook Service.
+// stopAll stops every replica and then the webhook Service; a replica
+// that exits meanwhile is not started again.
 func (r *shardReplicas) stopAll() {
 	r.mu.Lock()
+	r.stopped = true
 	var is []int
 	for i := range r.running {
 		is = append(is, i)
@@ -371,7 +378,7 @@ func startShardRun(ctx context.Context, cfg Config, dir string, p shardPlane, li
 		}
 	}
 	return cp, &shardReplicas{cfg: cfg, cp: cp, dir: dir, limit: limit, service: svc, began: time.Now(),
-		running: map[int]*Manager{}, kubeconfigs: map[int]string{}}, nil
+		running: map[int]*Manager{}, kubeconfigs: map[int]string{}, restarted: map[int]int{}}, nil
 }
 
 // writesFor counts the API writes (Leases left out) over d.

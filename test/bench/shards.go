@@ -171,9 +171,9 @@ func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bo
 		return run, err
 	}
 	for _, i := range upToSlice(k) {
-		m := reps.manager(i)
-		if m == nil {
-			return run, fmt.Errorf("replica %s is not running", reps.id(i))
+		m, err := reps.manager(i)
+		if err != nil {
+			return run, err
 		}
 		mem, err := m.MeasureMemory(ctx)
 		if err != nil {
@@ -216,9 +216,9 @@ func (r *shardReplicas) cpu(ctx context.Context, k int) (cpuReading, error) {
 	}
 	c.api = am.Value(cpuSeconds)
 	for i := range k {
-		m := r.manager(i)
-		if m == nil {
-			return c, fmt.Errorf("replica %s is not running", r.id(i))
+		m, err := r.manager(i)
+		if err != nil {
+			return c, err
 		}
 		mm, err := m.Metrics(ctx)
 		if err != nil {
