@@ -199,17 +199,18 @@ func (r *shardReplicas) start(ctx context.Context, is ...int) error {
 		}
 		started = append(started, m)
 	}
-	for _, m := range started {
+	for n, m := range started {
 		if err := m.WaitReady(ctx, 2*time.Minute); err != nil {
 			return err
 		}
+		r.serve(is[n], m)
 	}
 	return nil
 }
 
-// launch starts replica i (its Pod and token made the first time only),
-// adds it to the webhook Service and watches it for an exit it was not
-// asked for.
+// launch starts replica i (its Pod and token made the first time only)
+// and watches it for an exit it was not asked for; serve adds it to the
+// webhook Service once it is ready.
 func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
 	id := r.id(i)
 	r.mu.Lock()
@@ -255,9 +256,29 @@ func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
 	r.running[i] = m
 	r.kubeconfigs[i] = kubeconfig
 	r.mu.Unlock()
-	r.service.add(o.WebhookPort)
 	go r.supervise(ctx, i, m)
 	return m, nil
+}
+
+// serve adds replica i to the webhook Service once m is ready (the
+// caller waits for that), as a Service's endpoints follow its pods'
+// readiness, unless m was taken or exited meanwhile.
+func (r *shardReplicas) serve(i int, m *Manager) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[i] != m || r.stopped {
+		return
+	}
+	if err := r.service.add(r.webhookPort(i)); err != nil {
+		r.cfg.Logf("adding %s to the webhook Service: %v", r.id(i), err)
+	}
+}
+
+// unserve removes replica i from the webhook Service.
+func (r *shardReplicas) unserve(i int) {
+	if err := r.service.remove(r.webhookPort(i)); err != nil {
+		r.cfg.Logf("removing %s from the webhook Service: %v", r.id(i), err)
+	}
 }
 
 // supervise restarts replica i if m exits while it is still meant to run.
@@ -279,11 +300,18 @@ func (r *shardReplicas) supervise(ctx context.Context, i int, m *Manager) {
 	if !unasked {
 		return
 	}
-	r.service.remove(r.webhookPort(i))
+	r.unserve(i)
 	r.cfg.Logf("replica %s exited unasked (%v; see %s); starting it again", r.id(i), exit, m.opts.LogFile)
-	if _, err := r.launch(ctx, i); err != nil {
+	again, err := r.launch(ctx, i)
+	if err != nil {
 		r.cfg.Logf("starting %s again: %v", r.id(i), err)
+		return
 	}
+	if err := again.WaitReady(ctx, 2*time.Minute); err != nil {
+		r.cfg.Logf("%s started again: %v", r.id(i), err)
+		return
+	}
+	r.serve(i, again)
 }
 
 // take removes replica i from the running set and the webhook Service, so
@@ -293,7 +321,7 @@ func (r *shardReplicas) take(i int) *Manager {
 	m := r.running[i]
 	delete(r.running, i)
 	r.mu.Unlock()
-	r.service.remove(r.webhookPort(i))
+	r.unserve(i)
 	return m
 }
 

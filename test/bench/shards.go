@@ -58,8 +58,9 @@ type ShardRun struct {
 	FenceIdle bool `json:",omitempty"`
 	// DirectWebhooks: the API server called the one replica's webhooks
 	// directly; every other run calls them through the bench's webhook
-	// Service (test/bench/webhooksvc.go; records before 7fc73f0 called
-	// the first replica directly).
+	// Service (test/bench/webhooksvc.go: a NAT rule; from 7fc73f0 until
+	// it became one, a proxy in the bench process; records before
+	// 7fc73f0 called the first replica directly).
 	DirectWebhooks bool `json:",omitempty"`
 }
 
