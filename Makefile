@@ -212,7 +212,7 @@ TEST_PACKAGES ?= 3
 test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts; helm lints and renders the chart.
 	go mod download
 	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
-	hack/ensure-nft.sh
+	hack/ensure-nat-tools.sh
 	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
 	@mkdir -p bin
 	@# The whole output goes to bin/test.log as well; on a failure, what
@@ -470,7 +470,7 @@ BENCH_SHARDS_MEMORY_LIMIT ?= 2147483648
 .PHONY: bench-shards
 bench-shards: k8s-binaries build ## Replicas that share the Drinks at N=BENCH_SHARDS_N (1, 2, 4 replicas, and without the feature gate: convergence, heap, Drink bytes read, writes after convergence), then a SIGKILL of 1 of 4 and a scale 1 -> 4 -> 2 -> 1 at BENCH_SHARDS_FAULTS_N (here: 34 min at 50,000, 2 h 2 min at 200,000, the kill 45 min; the scale 10 min at 50,000, 49 min at 200,000).
 	go build -o $(BIN)/bench ./test/bench/cmd/bench
-	hack/ensure-nft.sh
+	hack/ensure-nat-tools.sh
 	@mkdir -p $(dir $(BENCH_SHARDS_RESULTS)) $(dir $(BENCH_SHARDS_FAULTS_RESULTS))
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shards $(BENCH_SHARDS_REPLICAS) -shards-gate-off -n $(BENCH_SHARDS_N) -reconciles 16 -shard-memory-limit $(BENCH_SHARDS_MEMORY_LIMIT) $(BENCH_FLAGS) -out $(BENCH_SHARDS_RESULTS)
 	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -shard-kill 4 -shard-scale 1,4,2,1 -n $(BENCH_SHARDS_FAULTS_N) -reconciles 16 -shard-memory-limit $(BENCH_SHARDS_MEMORY_LIMIT) $(BENCH_FLAGS) -out $(BENCH_SHARDS_FAULTS_RESULTS)

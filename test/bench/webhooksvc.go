@@ -39,11 +39,13 @@ type webhookService struct {
 
 // serveWebhooks makes the NAT table of the Service on 127.0.0.1:port,
 // with no replica behind it yet (a connection is refused until one is
-// added). It needs nft and the right to change the network namespace's
-// rules (root).
+// added). It needs nft, conntrack and the right to change the network
+// namespace's rules (root).
 func serveWebhooks(port int) (*webhookService, error) {
-	if _, err := exec.LookPath("nft"); err != nil {
-		return nil, fmt.Errorf("the bench's webhook Service needs nft (Debian's package nftables: apt-get install nftables): %w", err)
+	for _, tool := range []string{"nft", "conntrack"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("the bench's webhook Service needs nft and conntrack (Debian's packages nftables and conntrack; hack/ensure-nat-tools.sh): %w", err)
+		}
 	}
 	s := &webhookService{port: port, table: "myoperator-bench-webhooks-" + strconv.Itoa(port)}
 	// A table left by a bench that was killed would send this run's
@@ -53,7 +55,33 @@ func serveWebhooks(port int) (*webhookService, error) {
 	if err := nft(script); err != nil {
 		return nil, err
 	}
+	// Connection tracking keeps what it saw of connections to the port
+	// made through an earlier run's table, each with the replica port
+	// it was sent to: those it did not see close (the table was gone
+	// first) stay "established" for days. A new connection from the same
+	// source port is taken for one of them and sent to that replica's
+	// port, where nothing listens now ("connection refused": 3 and 1 of
+	// 50,000 creates in the first two runs). Forget them all.
+	if err := s.forget(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// forget deletes the tracked connections to the Service's port that
+// match filter (conntrack's options).
+func (s *webhookService) forget(filter ...string) error {
+	args := append([]string{"-D", "-p", "tcp", "--orig-dst", "127.0.0.1", "--orig-port-dst", strconv.Itoa(s.port)}, filter...)
+	out, err := exec.Command("conntrack", args...).CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && strings.Contains(string(out), " 0 flow entries") {
+		return nil // none to delete
+	}
+	if err != nil {
+		return fmt.Errorf("conntrack %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // add and remove change the replicas' webhook ports the Service sends
@@ -83,7 +111,11 @@ func (s *webhookService) remove(port int) error {
 	if len(s.ports) == n {
 		return nil
 	}
-	return s.apply()
+	if err := s.apply(); err != nil {
+		return err
+	}
+	// The connections sent to it end with it, or are cut off.
+	return s.forget("--reply-port-src", strconv.Itoa(port))
 }
 
 // apply replaces the chain's rule with one for s.ports, in one
@@ -109,7 +141,7 @@ func (s *webhookService) Close() error {
 	if s == nil {
 		return nil
 	}
-	return nft("delete table ip " + s.table + "\n")
+	return errors.Join(nft("delete table ip "+s.table+"\n"), s.forget())
 }
 
 // nft runs script as one nftables transaction.

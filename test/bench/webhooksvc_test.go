@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,5 +96,54 @@ func TestWebhookServiceSendsToTheReplicasAdded(t *testing.T) {
 	}
 	if got := answers(2); got["refused"] != 2 {
 		t.Errorf("with the Service closed: %v, want every connection refused", got)
+	}
+}
+
+// TestWebhookServiceForgetsAnEarlierRunsConnections: a connection made
+// through a Service whose table went away before it closed stays tracked
+// as established for days, with the replica port it was sent to. A new
+// Service on the same port must not let a connection from the same source
+// port be taken for it (it would go where nothing listens any more:
+// "connection refused"). The stale entry is made with conntrack -I, as
+// connection tracking keeps one when it no longer sees the close.
+func TestWebhookServiceForgetsAnEarlierRunsConnections(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing the network namespace's NAT rules needs root; make test runs as root")
+	}
+	var ports [3]int // the Service's, the client's source and the gone replica's
+	for i := range ports {
+		p, err := FreeLoopbackPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	port, source, gone := ports[0], ports[1], ports[2]
+	stale := exec.Command("conntrack", "-I", "-p", "tcp", "-s", "127.0.0.1", "-d", "127.0.0.1",
+		"--sport", strconv.Itoa(source), "--dport", strconv.Itoa(port), "-r", "127.0.0.1", "-q", "127.0.0.1",
+		"--reply-port-src", strconv.Itoa(gone), "--reply-port-dst", strconv.Itoa(source),
+		"--state", "ESTABLISHED", "-u", "ASSURED", "-t", "600")
+	if out, err := stale.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+
+	a, stopA := echoName(t, "a")
+	defer stopA()
+	s, err := serveWebhooks(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if err := s.add(a); err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: source}}
+	c, err := d.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("connecting from the stale entry's source port: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	if line, _ := bufio.NewReader(c).ReadString('\n'); line != "a\n" {
+		t.Errorf("the connection answered %q, want a", line)
 	}
 }
