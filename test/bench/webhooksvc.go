@@ -69,10 +69,9 @@ func serveWebhooks(port int) (*webhookService, error) {
 	return s, nil
 }
 
-// forget deletes the tracked connections to the Service's port that
-// match filter (conntrack's options).
-func (s *webhookService) forget(filter ...string) error {
-	args := append([]string{"-D", "-p", "tcp", "--orig-dst", "127.0.0.1", "--orig-port-dst", strconv.Itoa(s.port)}, filter...)
+// forget deletes the tracked connections to the Service's port.
+func (s *webhookService) forget() error {
+	args := []string{"-D", "-p", "tcp", "--orig-dst", "127.0.0.1", "--orig-port-dst", strconv.Itoa(s.port)}
 	out, err := exec.Command("conntrack", args...).CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && strings.Contains(string(out), " 0 flow entries") {
@@ -111,11 +110,11 @@ func (s *webhookService) remove(port int) error {
 	if len(s.ports) == n {
 		return nil
 	}
-	if err := s.apply(); err != nil {
-		return err
-	}
-	// The connections sent to it end with it, or are cut off.
-	return s.forget("--reply-port-src", strconv.Itoa(port))
+	// The connections already sent to it stay with it, as kube-proxy
+	// leaves a TCP connection to an endpoint that is gone: a replica
+	// ended with SIGTERM drains the calls under way, one killed resets
+	// them, and connection tracking sees either end.
+	return s.apply()
 }
 
 // apply replaces the chain's rule with one for s.ports, in one
