@@ -133,9 +133,10 @@ func (s *webhookService) apply() error {
 	return nft(b.String())
 }
 
-// Close removes the Service's table; connections under way end with
-// their replicas. A nil Service (the webhooks called directly) has
-// nothing to close.
+// Close removes the Service's table and forgets the connections it
+// tracked, so that a later run does not meet them; the bench closes it
+// after its replicas have ended. A nil Service (the webhooks called
+// directly) has nothing to close.
 func (s *webhookService) Close() error {
 	if s == nil {
 		return nil
