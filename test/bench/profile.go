@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +22,13 @@ func profileCPU(ctx context.Context, cp *ControlPlane, m *Manager, dir string, d
 
 // profileCPUAs is profileCPU with prefix before the files' names.
 func profileCPUAs(ctx context.Context, cp *ControlPlane, m *Manager, dir, prefix string, d time.Duration) func() error {
+	return profileCPUOf(ctx, cp, map[string]*Manager{"manager": m}, dir, prefix, d)
+}
+
+// profileCPUOf records CPU profiles of the API server and of each of ms
+// for d, into dir: prefix+"apiserver-cpu.pb.gz" and prefix+name+"-cpu.pb.gz"
+// for each name of ms.
+func profileCPUOf(ctx context.Context, cp *ControlPlane, ms map[string]*Manager, dir, prefix string, d time.Duration) func() error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -39,17 +47,30 @@ func profileCPUAs(ctx context.Context, cp *ControlPlane, m *Manager, dir, prefix
 			mu.Unlock()
 		}
 	}
-	wg.Add(2)
+	wg.Add(1 + len(ms))
 	go fetch(prefix+"apiserver-cpu.pb.gz", func() ([]byte, error) {
 		return cp.Clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).DoRaw(ctx)
 	})
-	go fetch(prefix+"manager-cpu.pb.gz", func() ([]byte, error) {
-		code, body, err := m.get(ctx, "http://"+loopback(m.opts.PprofPort)+"/debug/pprof/profile?seconds="+secs)
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("HTTP %d", code)
-		}
-		return body, err
-	})
+	for name, m := range ms {
+		go fetch(prefix+name+"-cpu.pb.gz", func() ([]byte, error) {
+			// Not m.get: its client gives up after 30 s, and a
+			// profile's answer comes after d.
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback(m.opts.PprofPort)+"/debug/pprof/profile?seconds="+secs, nil)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
+			if err != nil {
+				return nil, err
+			}
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+			return body, err
+		})
+	}
 	return func() error {
 		wg.Wait()
 		if len(errs) > 0 {

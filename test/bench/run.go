@@ -29,7 +29,8 @@ type Config struct {
 	BasePort int
 	// ProfileFor, when set, records CPU profiles of the API server and the
 	// manager for this long from the start of the baseline and of the final
-	// convergence.
+	// convergence; in a kill run (RunShardKill), of the API server and
+	// every running replica from killProfileDelay after the SIGKILL.
 	ProfileFor time.Duration
 	// ProfileTail, when set, records CPU profiles of the API server and
 	// the manager for this long from the start of each admission tail's

@@ -349,6 +349,35 @@ func (r *shardReplicas) kill(i int) error {
 	return nil
 }
 
+// killProfileDelay is when, after a SIGKILL, the kill run's CPU profiles
+// (-profile) start: about when the member Lease of the killed replica
+// expires and the survivors take its buckets.
+const killProfileDelay = 12 * time.Second
+
+// profileAfter records CPU profiles of the API server and of every
+// running replica for d, starting after delay, into dir with prefix; the
+// function it returns waits for them. It is for finding what a missed
+// target waits on, as profileCPU is.
+func (r *shardReplicas) profileAfter(ctx context.Context, dir, prefix string, delay, d time.Duration) func() error {
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			done <- ctx.Err()
+			return
+		case <-time.After(delay):
+		}
+		r.mu.Lock()
+		ms := map[string]*Manager{}
+		for i, m := range r.running {
+			ms[r.id(i)] = m
+		}
+		r.mu.Unlock()
+		done <- profileCPUOf(ctx, r.cp, ms, dir, prefix, d)()
+	}()
+	return func() error { return <-done }
+}
+
 // manager is replica i's running manager.
 func (r *shardReplicas) manager(i int) (*Manager, error) {
 	r.mu.Lock()
@@ -519,6 +548,10 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 		stopProbes()
 		return run, err
 	}
+	profiled := func() error { return nil }
+	if cfg.ProfileFor > 0 {
+		profiled = reps.profileAfter(ctx, dir, "kill-", killProfileDelay, cfg.ProfileFor)
+	}
 	err = poll(ctx, time.Now().Add(5*time.Minute), 100*time.Millisecond, func() (bool, error) {
 		hs, err := bucketHolders(ctx, cp.Client)
 		if err != nil {
@@ -541,6 +574,9 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	probes, err := pw.wait(ctx, 5*time.Minute)
 	if err != nil {
 		return run, err
+	}
+	if err := profiled(); err != nil {
+		cfg.Logf("N=%d kill 1 of %d: CPU profiles: %v", cfg.N, k, err)
 	}
 	pw.mu.Lock()
 	run.ProbeRetries = pw.retried

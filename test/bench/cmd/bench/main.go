@@ -47,7 +47,7 @@ func run() error {
 	flag.StringVar(&cfg.Manager, "manager", "bin/manager", "The manager binary (make build), relative to the repository root.")
 	flag.StringVar(&cfg.WorkDir, "workdir", "bin/bench-runs", "Where logs and kubeconfigs go, relative to the repository root.")
 	flag.IntVar(&cfg.BasePort, "port", 18190, "First of the loopback ports of the managers' metrics, probes and pprof (uses port..port+12).")
-	flag.DurationVar(&cfg.ProfileFor, "profile", 0, "Record CPU profiles of kube-apiserver and the manager for this long from the start of the baseline and of the final convergence (into -workdir).")
+	flag.DurationVar(&cfg.ProfileFor, "profile", 0, "Record CPU profiles of kube-apiserver and the manager for this long from the start of the baseline and of the final convergence (into -workdir); with -shard-kill, of kube-apiserver and every replica from 12 s after the SIGKILL.")
 	flag.DurationVar(&cfg.ProfileTail, "profile-tail", 0, "Record CPU profiles of kube-apiserver and the manager for this long from the start of each admission tail's timed creates (into -workdir, tail-hooks-* and tail-none-*).")
 	flag.StringVar(&out, "out", "", "Append each run's record to this JSON-lines file.")
 	flag.StringVar(&report, "report", "", "Print the table of the records in this JSON-lines file and exit.")
