@@ -121,13 +121,16 @@ func (shareRunnable) NeedLeaderElection() bool          { return false }
 
 // syncingBuckets is how many of a replica's bucket caches list at once.
 // A replica that takes over a lost replica's buckets starts a cache for
-// each, and each lists a whole bucket of Drinks and one of ConfigMaps, as
-// wide as the API server's fair queueing counts lists (up to 10 seats
-// each) and in the one flow of the ServiceAccount's requests. Started all
-// together at a SIGKILL of 1 of 4 replicas at 200,000 Drinks, the writes of
-// the buckets the survivors already served waited up to 15 s in the API
-// server's queue (docs/BENCHMARKS.md).
-const syncingBuckets = 2
+// each, and each lists a whole bucket of Drinks and one of ConfigMaps (a
+// watch that starts with them). The API server answers each such watch by
+// going through every Drink, or every ConfigMap, in its watch cache (the
+// sharded watch has no index), so a bucket's list costs it in proportion
+// to all the Drinks, not to the bucket's; the replica then decodes the
+// bucket and reconciles each of its Drinks once. Started all together at
+// a SIGKILL of 1 of 4 replicas at 200,000 Drinks, the writes of the
+// buckets the survivors already served waited up to 35 s; two at a time,
+// up to 18 s (docs/BENCHMARKS.md).
+const syncingBuckets = 1
 
 // syncSlotHold is the longest a bucket's cache keeps its place among the
 // syncingBuckets while it has not synced. A cache the API server does not

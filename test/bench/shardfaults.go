@@ -126,6 +126,10 @@ type ShardKill struct {
 	// Restarts are the replicas that exited without the bench asking
 	// and were started again (shardReplicas).
 	Restarts []string `json:",omitempty"`
+	// Profiled is how long CPU profiles of the API server and the
+	// survivors were recorded from killProfileDelay after the kill
+	// (-profile), which costs them some CPU; 0 for none.
+	Profiled float64 `json:",omitempty"`
 }
 
 // ShardScale is one run of N Drinks created while the replicas are scaled
@@ -551,6 +555,7 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	profiled := func() error { return nil }
 	if cfg.ProfileFor > 0 {
 		profiled = reps.profileAfter(ctx, dir, "kill-", killProfileDelay, cfg.ProfileFor)
+		run.Profiled = cfg.ProfileFor.Seconds()
 	}
 	err = poll(ctx, time.Now().Add(5*time.Minute), 100*time.Millisecond, func() (bool, error) {
 		hs, err := bucketHolders(ctx, cp.Client)
