@@ -135,7 +135,7 @@ const syncingBuckets = 1
 // syncSlotHold is the longest a bucket's cache keeps its place among the
 // syncingBuckets while it has not synced. A cache the API server does not
 // fill (its list refused or failing) goes on retrying for as long as the
-// bucket is served; holding its place meanwhile, two such buckets would
+// bucket is served; holding its place meanwhile, one such bucket would
 // keep every other bucket the replica takes from listing at all. At a
 // takeover of 16 buckets of 200,000 Drinks, all listing at once on a
 // loaded API server, each synced within 20 s (docs/BENCHMARKS.md), so a

@@ -146,11 +146,16 @@ func (m *Manager) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 func (m *Manager) get(ctx context.Context, url string) (int, []byte, error) {
+	return getWith(ctx, m.http, url)
+}
+
+// getWith GETs url with c: its status code and body.
+func getWith(ctx context.Context, c *http.Client, url string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := m.http.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,18 +54,10 @@ func profileCPUOf(ctx context.Context, cp *ControlPlane, ms map[string]*Manager,
 		go fetch(prefix+name+"-cpu.pb.gz", func() ([]byte, error) {
 			// Not m.get: its client gives up after 30 s, and a
 			// profile's answer comes after d.
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback(m.opts.PprofPort)+"/debug/pprof/profile?seconds="+secs, nil)
-			if err != nil {
-				return nil, err
-			}
-			resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
-			if err != nil {
-				return nil, err
-			}
-			defer func() { _ = resp.Body.Close() }()
-			body, err := io.ReadAll(resp.Body)
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("HTTP %d", resp.StatusCode)
+			code, body, err := getWith(ctx, &http.Client{Timeout: d + 30*time.Second},
+				"http://"+loopback(m.opts.PprofPort)+"/debug/pprof/profile?seconds="+secs)
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("HTTP %d", code)
 			}
 			return body, err
 		})
