@@ -22,6 +22,7 @@ import (
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/memlimit"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/validation"
 	"github.com/example/myoperator/internal/version"
 	"github.com/example/myoperator/internal/webhook"
@@ -44,7 +45,7 @@ func run() error {
 		extraDNSNames string
 		certSecret    string
 	)
-	flag.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "myoperator-system"), "Namespace the operator runs in: its certificate Secret and its Lease live there.")
+	flag.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", names.Namespace), "Namespace the operator runs in: its certificate Secret and its Lease live there.")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (for example :8443); 0 disables it.")
 	flag.BoolVar(&o.SecureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes.")
 	flag.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Let the webhook and metrics servers speak HTTP/2; off by default (HTTP/2 rapid reset, CVE-2023-44487).")
@@ -57,7 +58,7 @@ func run() error {
 	flag.Int64Var(&o.Conversion.MaxObjectBytes, "conversion-max-object-bytes", webhook.DefaultMaxConversionObjectBytes,
 		"Longest object in a conversion request; a request with a longer one is answered 413.")
 	flag.BoolVar(&manageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager issues them into --webhook-cert-secret (read through the API, served from memory) or, with --webhook-cert-secret=\"\", when OLM mounts them in --webhook-cert-dir.")
-	flag.StringVar(&certSecret, "webhook-cert-secret", app.DefaultCertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate (written by the manager, or with --manage-webhook-certs=false by cert-manager).")
+	flag.StringVar(&certSecret, "webhook-cert-secret", names.CertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate (written by the manager, or with --manage-webhook-certs=false by cert-manager).")
 	flag.StringVar(&extraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")
 	// Reconciles mostly wait on the API server, so more workers than cores
 	// pay off: make bench found 16-32 best for Drinks on 2 cores.
@@ -140,7 +141,7 @@ func run() error {
 	}
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst
-	cfg.UserAgent = "myoperator"
+	cfg.UserAgent = names.AppName
 	ctx := ctrl.SetupSignalHandler()
 	// Restarted while the API server is away (the kubelet restarts a
 	// leader that gave up its Lease in an outage at once), wait for it

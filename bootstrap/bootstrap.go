@@ -14,11 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/names"
 )
-
-// OperatorConfigCRD is the CRD that must be established before the default
-// OperatorConfig can be created.
-const OperatorConfigCRD = "operatorconfigs.operator.example.com"
 
 // FieldOwner names the initContainer in the managedFields of the
 // OperatorConfig it creates, apart from the manager (reconcile.FieldOwner).
@@ -48,7 +45,7 @@ type Options struct {
 func Steps(c client.Client, opts Options) []Step {
 	return []Step{
 		{Name: "wait for the OperatorConfig CRD", Run: func(ctx context.Context, log logr.Logger) error {
-			return WaitForCRD(ctx, log, c, OperatorConfigCRD, opts)
+			return WaitForCRD(ctx, log, c, names.OperatorConfigCRD, opts)
 		}},
 		{Name: "release the defaults an earlier release wrote", Run: func(ctx context.Context, log logr.Logger) error {
 			return ReleaseEarlierDefaultsWithin(ctx, log, c, opts.Interval, min(opts.Timeout, releaseRetryFor))

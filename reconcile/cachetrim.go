@@ -13,6 +13,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/shard"
 )
@@ -33,7 +34,7 @@ import (
 const cacheDigestAnnotation = "myoperator.example.com/cache-digest"
 
 // TrimConfigMap is the cache transform of ConfigMaps. A Drink's ConfigMap
-// (it carries DrinkLabel) is replaced by its name, identity, owner
+// (it carries names.DrinkLabel) is replaced by its name, identity, owner
 // references and layout, plus a digest of its labels and layout data in
 // cacheDigestAnnotation: about half the memory of the whole object, and
 // still enough to tell a ConfigMap that needs no write, which is every
@@ -59,7 +60,7 @@ func TrimConfigMap(obj any) (any, error) {
 		// labels, since the cache lists ConfigMaps by label.
 		return cm, nil
 	}
-	if _, ok := cm.Labels[DrinkLabel]; !ok {
+	if _, ok := cm.Labels[names.DrinkLabel]; !ok {
 		return &corev1.ConfigMap{
 			TypeMeta: cm.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{
@@ -70,8 +71,8 @@ func TrimConfigMap(obj any) (any, error) {
 			},
 		}, nil
 	}
-	layout := cm.Annotations[LayoutAnnotation]
-	digest := configMapDigest(layout, layoutKeys(drinksversions.Drinks, layout), cm.Labels[ManagedByLabel], cm.Labels[DrinkLabel], cm.Data)
+	layout := cm.Annotations[names.LayoutAnnotation]
+	digest := configMapDigest(layout, layoutKeys(drinksversions.Drinks, layout), cm.Labels[names.ManagedByLabel], cm.Labels[names.DrinkLabel], cm.Data)
 	trimmed := &corev1.ConfigMap{
 		TypeMeta: cm.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
@@ -79,8 +80,8 @@ func TrimConfigMap(obj any) (any, error) {
 			Generation: cm.Generation, DeletionTimestamp: cm.DeletionTimestamp, Finalizers: cm.Finalizers,
 			OwnerReferences: internOwnerRefs(cm.OwnerReferences),
 			Annotations: map[string]string{
-				LayoutAnnotation:      intern(layout),
-				cacheDigestAnnotation: digest,
+				names.LayoutAnnotation: intern(layout),
+				cacheDigestAnnotation:  digest,
 			},
 		},
 	}
@@ -125,8 +126,8 @@ func configMapDigest(layout string, keys []string, managedBy, drink string, data
 // data is the Drink's layout rendered, so its keys are the layout's.
 func trimmedMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, data map[string]string, bucket string) bool {
 	return (bucket == "" || cm.Annotations[shard.BucketLabel] == bucket) &&
-		cm.Annotations[LayoutAnnotation] == layout &&
-		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, slices.Sorted(maps.Keys(data)), ManagedByValue, d.Name, data) &&
+		cm.Annotations[names.LayoutAnnotation] == layout &&
+		cm.Annotations[cacheDigestAnnotation] == configMapDigest(layout, slices.Sorted(maps.Keys(data)), names.ManagedByValue, d.Name, data) &&
 		ownerRefsMatch(cm, d)
 }
 

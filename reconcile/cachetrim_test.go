@@ -10,7 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/pause"
+	"github.com/example/myoperator/internal/render"
 	"github.com/example/myoperator/internal/shard"
 )
 
@@ -46,9 +48,9 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 			cm.Data["beverage"], cm.Data["displayName"] = cm.Data["displayName"], cm.Data["beverage"]
 		}, want: false},
 		{name: "no data", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Data = nil }, want: false},
-		{name: "the Drink label names another Drink", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[DrinkLabel] = "mocha" }, want: false},
-		{name: "the managed-by label changed", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[ManagedByLabel] = "helm" }, want: false},
-		{name: "another layout", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Annotations[LayoutAnnotation] = "v1beta1" }, want: false},
+		{name: "the Drink label names another Drink", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[names.DrinkLabel] = "mocha" }, want: false},
+		{name: "the managed-by label changed", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Labels[names.ManagedByLabel] = "helm" }, want: false},
+		{name: "another layout", version: "v1", edit: func(cm *corev1.ConfigMap) { cm.Annotations[names.LayoutAnnotation] = "v1beta1" }, want: false},
 		{name: "the Drink is no longer controller", version: "v1", edit: func(cm *corev1.ConfigMap) {
 			cm.OwnerReferences[0].Controller = nil
 		}, want: false},
@@ -69,14 +71,14 @@ func TestTrimmedConfigMapMatchesAsTheWholeOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := drink(tt.version)
-			data, err := ConfigMapData(d)
+			data, err := render.ConfigMapData(d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name, UID: "cm-uid", ResourceVersion: "7",
-					Labels:          map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name},
-					Annotations:     map[string]string{LayoutAnnotation: tt.version},
+					Labels:          map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: d.Name},
+					Annotations:     map[string]string{names.LayoutAnnotation: tt.version},
 					OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)},
 					ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
 				Data: map[string]string{},
@@ -124,7 +126,7 @@ func TestTrimConfigMapKeepsOthersIdentity(t *testing.T) {
 	owner := metav1.OwnerReference{APIVersion: "webapp.my.domain/v1", Kind: "Guestbook", Name: "gb", UID: "g", Controller: ptr.To(true)}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenants", UID: "u", ResourceVersion: "7",
-			Labels:          map[string]string{ManagedByLabel: ManagedByValue, "big": strings.Repeat("x", 63)},
+			Labels:          map[string]string{names.ManagedByLabel: names.ManagedByValue, "big": strings.Repeat("x", 63)},
 			Annotations:     map[string]string{cacheDigestAnnotation: "forged", "keep": strings.Repeat("y", 1<<18)},
 			OwnerReferences: []metav1.OwnerReference{owner}, Finalizers: []string{"example.com/f"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
@@ -185,7 +187,7 @@ func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
 				Spec: drinksv1.DrinkSpec{DisplayName: "Latte", Beverage: "coffee", Size: drinksv1.SizeSmall, Extras: []string{"milk", "honey"}},
 			}
 			d.Status.ConfigMapName, d.Status.AuthoredVersion = "latte", "v1"
-			setDrinkReady(d, AuthoredVersion(d))
+			setDrinkReady(d, render.AuthoredVersion(d))
 			want := d.DeepCopy()
 			want.ManagedFields, want.Labels, want.Finalizers, want.Annotations = nil, nil, nil, tt.want
 			out, err := TrimDrink(d)
@@ -195,8 +197,8 @@ func TestTrimDrinkKeepsWhatItReads(t *testing.T) {
 			if !apiequality.Semantic.DeepEqual(out, want) {
 				t.Errorf("got %+v, want %+v", out, want)
 			}
-			if AuthoredVersion(out.(*drinksv1.Drink)) != AuthoredVersion(want) {
-				t.Errorf("authored version %q, want %q", AuthoredVersion(out.(*drinksv1.Drink)), AuthoredVersion(want))
+			if render.AuthoredVersion(out.(*drinksv1.Drink)) != render.AuthoredVersion(want) {
+				t.Errorf("authored version %q, want %q", render.AuthoredVersion(out.(*drinksv1.Drink)), render.AuthoredVersion(want))
 			}
 			if again, _ := TrimDrink(out); !apiequality.Semantic.DeepEqual(again, want) {
 				t.Errorf("trimmed twice: %+v, want %+v", again, want)

@@ -27,6 +27,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/pause"
+	"github.com/example/myoperator/internal/render"
 	"github.com/example/myoperator/internal/shard"
 )
 
@@ -115,7 +116,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		log.V(1).Info("cache behind the last status write; waiting for its event", "resourceVersion", d.ResourceVersion)
 		return ctrl.Result{}, nil
 	}
-	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", AuthoredVersion(d))
+	log.V(1).Info("reconciling Drink", "generation", d.Generation, "authoredVersion", render.AuthoredVersion(d))
 	read := d.DeepCopy()
 	defer func() {
 		err := persistStatus(ctx, r.Client, read, d, func(d *drinksv1.Drink) any { return &d.Status })
@@ -130,7 +131,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		return ctrl.Result{}, nil
 	}
 	meta.RemoveStatusCondition(&d.Status.Conditions, pause.ConditionType)
-	d.Status.AuthoredVersion = AuthoredVersion(d)
+	d.Status.AuthoredVersion = render.AuthoredVersion(d)
 	cfg, err := effectiveConfig(ctx, r.Client, r.Records, r.Namespace, &d.Status.Conditions)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -139,8 +140,8 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkUnmanaged(d)
 		return ctrl.Result{}, nil
 	}
-	data, err := ConfigMapDataIn(r.versions(), d)
-	var unknown *UnknownVersionError
+	data, err := render.ConfigMapDataIn(r.versions(), d)
+	var unknown *render.UnknownVersionError
 	if errors.As(err, &unknown) {
 		setDrinkStalled(d, unknown)
 		return ctrl.Result{}, nil // nothing to retry until the Drink changes
@@ -177,9 +178,9 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	if changed != "" {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, changed, "ApplyConfigMap",
-			"ConfigMap %s in the %s layout", d.Name, LayoutName(r.versions(), d))
+			"ConfigMap %s in the %s layout", d.Name, render.LayoutName(r.versions(), d))
 	}
-	setDrinkReady(d, LayoutName(r.versions(), d))
+	setDrinkReady(d, render.LayoutName(r.versions(), d))
 	return ctrl.Result{}, nil
 }
 
@@ -190,7 +191,7 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 func renderedBefore(read *drinksv1.Drink) bool {
 	c := meta.FindStatusCondition(read.Status.Conditions, drinksv1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == read.Generation &&
-		read.Status.AuthoredVersion == AuthoredVersion(read)
+		read.Status.AuthoredVersion == render.AuthoredVersion(read)
 }
 
 // SetupWithManager registers the reconciler: it watches Drinks, the

@@ -16,15 +16,9 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/internal/names"
+	"github.com/example/myoperator/internal/render"
 	"github.com/example/myoperator/internal/shard"
-)
-
-const (
-	// DrinkLabel names the Drink a ConfigMap belongs to.
-	DrinkLabel = "example.com/drink"
-	// LayoutAnnotation records the layout a Drink's ConfigMap was written
-	// in, so that a layout change is seen without reading managedFields.
-	LayoutAnnotation = "example.com/layout"
 )
 
 // Event reasons of the Drink reconciler.
@@ -51,7 +45,7 @@ const (
 // the event reason of a write, or "" for none.
 func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink, data map[string]string) (string, error) {
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}
-	layout := LayoutName(r.versions(), d)
+	layout := render.LayoutName(r.versions(), d)
 	live := &corev1.ConfigMap{}
 	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, key, live)
 	// A trimmed ConfigMap keeps its owner references, so a conflict is
@@ -78,7 +72,7 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 		return "", nil
 	}
 	reason := ReasonConfigMapCorrected
-	if !controlledBy(live, d.UID) || live.Labels[ManagedByLabel] != ManagedByValue {
+	if !controlledBy(live, d.UID) || live.Labels[names.ManagedByLabel] != names.ManagedByValue {
 		reason = ReasonConfigMapAdopted
 	}
 	return reason, r.patchConfigMap(ctx, live, d, layout, data)
@@ -111,8 +105,8 @@ func (r *DrinkReconciler) restoreConfigMap(ctx context.Context, d *drinksv1.Drin
 func (r *DrinkReconciler) createConfigMap(ctx context.Context, d *drinksv1.Drink, layout string, data map[string]string) error {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name,
-			Labels:          map[string]string{ManagedByLabel: ManagedByValue, DrinkLabel: d.Name},
-			Annotations:     map[string]string{LayoutAnnotation: layout},
+			Labels:          map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: d.Name},
+			Annotations:     map[string]string{names.LayoutAnnotation: layout},
 			OwnerReferences: []metav1.OwnerReference{drinkOwnerRef(d)}},
 		Data: data,
 	}
@@ -145,12 +139,12 @@ func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.Confi
 		want.Data = map[string]string{}
 	}
 	maps.Copy(want.Data, data)
-	metav1.SetMetaDataLabel(&want.ObjectMeta, ManagedByLabel, ManagedByValue)
-	metav1.SetMetaDataLabel(&want.ObjectMeta, DrinkLabel, d.Name)
+	metav1.SetMetaDataLabel(&want.ObjectMeta, names.ManagedByLabel, names.ManagedByValue)
+	metav1.SetMetaDataLabel(&want.ObjectMeta, names.DrinkLabel, d.Name)
 	if b := r.bucketLabel(d); b != "" {
 		metav1.SetMetaDataLabel(&want.ObjectMeta, shard.BucketLabel, b)
 	}
-	metav1.SetMetaDataAnnotation(&want.ObjectMeta, LayoutAnnotation, layout)
+	metav1.SetMetaDataAnnotation(&want.ObjectMeta, names.LayoutAnnotation, layout)
 	want.OwnerReferences = asController(live.OwnerReferences, drinkOwnerRef(d))
 	return r.Client.Patch(ctx, want, client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
 }
@@ -159,7 +153,7 @@ func (r *DrinkReconciler) patchConfigMap(ctx context.Context, live *corev1.Confi
 // the Drink's current layout (named layout) does not have, both layouts
 // those of t.
 func staleKeys(t drinksversions.Table, cm *corev1.ConfigMap, layout string) []string {
-	old := cm.Annotations[LayoutAnnotation]
+	old := cm.Annotations[names.LayoutAnnotation]
 	if old == layout {
 		return nil
 	}
@@ -211,8 +205,8 @@ func configMapMatches(cm *corev1.ConfigMap, d *drinksv1.Drink, layout string, da
 			return false
 		}
 	}
-	if cm.Annotations[LayoutAnnotation] != layout || cm.Labels[DrinkLabel] != d.Name ||
-		cm.Labels[ManagedByLabel] != ManagedByValue {
+	if cm.Annotations[names.LayoutAnnotation] != layout || cm.Labels[names.DrinkLabel] != d.Name ||
+		cm.Labels[names.ManagedByLabel] != names.ManagedByValue {
 		return false
 	}
 	return ownerRefsMatch(cm, d)

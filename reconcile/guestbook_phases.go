@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/names"
 )
 
 // Labels of Guestbook operands.
@@ -46,7 +47,7 @@ func DefaultGuestbookData(alias webappv1.Alias) map[string]string {
 }
 
 func guestbookLabels(g *webappv1.Guestbook) map[string]string {
-	return map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name, ManagedByLabel: ManagedByValue}
+	return map[string]string{NameLabel: GuestbookAppName, InstanceLabel: g.Name, names.ManagedByLabel: names.ManagedByValue}
 }
 
 func guestbookOwner(g *webappv1.Guestbook) *metav1ac.OwnerReferenceApplyConfiguration {

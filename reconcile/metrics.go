@@ -22,6 +22,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/render"
 	"github.com/example/myoperator/internal/writecount"
 )
 
@@ -277,7 +278,7 @@ func (d *drinkSource) count(ctx context.Context, counts map[[2]string]int) bool 
 		if d.inShare != nil && !d.inShare(dr) {
 			continue
 		}
-		v := AuthoredVersion(dr)
+		v := render.AuthoredVersion(dr)
 		if v == "" {
 			v = "unknown"
 		}

@@ -13,11 +13,4 @@ const (
 	// EventRecorderName is the reporting controller of the operator's
 	// events (the manager's GetEventRecorder).
 	EventRecorderName = "myoperator"
-	// ManagedByLabel marks what the operator writes; its cache of
-	// ConfigMaps and Pods holds only objects with this label, so every
-	// ConfigMap it must read back (a Drink's, the record of the accepted
-	// configuration) carries it.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedByValue is ManagedByLabel's value.
-	ManagedByValue = "myoperator"
 )

@@ -20,6 +20,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 )
 
@@ -118,7 +119,7 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	}
 	// Labelled, or the cache (which holds only what the operator writes)
 	// would never see it, and every persist would try to create it again.
-	want.Labels = map[string]string{ManagedByLabel: ManagedByValue}
+	want.Labels = map[string]string{names.ManagedByLabel: names.ManagedByValue}
 	// Read from the API server, not the cache: a record that lost its label
 	// is not in the cache, and a create would then fail on every reconcile.
 	have := &corev1.ConfigMap{}
@@ -134,7 +135,7 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 		return err
 	}
 	_, missing := have.Annotations[MissingSinceAnnotation]
-	if maps.Equal(have.Data, want.Data) && have.Labels[ManagedByLabel] == ManagedByValue && !missing {
+	if maps.Equal(have.Data, want.Data) && have.Labels[names.ManagedByLabel] == names.ManagedByValue && !missing {
 		return nil
 	}
 	have.Data = want.Data
@@ -142,7 +143,7 @@ func (r *OperatorConfigReconciler) persistRecord(ctx context.Context, rec *opcon
 	if have.Labels == nil {
 		have.Labels = map[string]string{}
 	}
-	have.Labels[ManagedByLabel] = ManagedByValue
+	have.Labels[names.ManagedByLabel] = names.ManagedByValue
 	if err := r.Client.Update(ctx, have, client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("recording the accepted configuration in ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -80,7 +81,7 @@ func TestForeignOperandLeftAlone(t *testing.T) {
 		// must look at its controller, not at its labels.
 		name: "ConfigMap labelled managed-by, controlled by another Drink",
 		foreign: func(ns, name string) client.Object {
-			return foreignConfigMap(ns, name, map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue},
+			return foreignConfigMap(ns, name, map[string]string{names.ManagedByLabel: names.ManagedByValue},
 				[]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Drink", Name: "someone-else",
 					UID: types.UID("9e4c4f5e-0000-4000-8000-000000000001"), Controller: ptr.To(true)}})
 		},
@@ -98,7 +99,7 @@ func TestForeignOperandLeftAlone(t *testing.T) {
 	}, {
 		name: "a Guestbook's ConfigMap labelled managed-by, controlled by nobody",
 		foreign: func(ns, name string) client.Object {
-			return foreignConfigMap(ns, name, map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue}, nil)
+			return foreignConfigMap(ns, name, map[string]string{names.ManagedByLabel: names.ManagedByValue}, nil)
 		},
 		owner:     guestbookOwner,
 		operand:   func() client.Object { return &corev1.ConfigMap{} },
@@ -239,7 +240,7 @@ func TestLegacyConfigMapAdopted(t *testing.T) {
 			if got.UID != cm.UID {
 				t.Errorf("ConfigMap recreated: UID %s, was %s", got.UID, cm.UID)
 			}
-			if got.Labels[reconcile.ManagedByLabel] != reconcile.ManagedByValue {
+			if got.Labels[names.ManagedByLabel] != names.ManagedByValue {
 				t.Errorf("adopted ConfigMap not labelled: %v", got.Labels)
 			}
 			if c := metav1.GetControllerOf(got); c == nil || c.UID != d.UID || c.APIVersion != "example.com/v1" || len(got.OwnerReferences) != 1 {
@@ -559,7 +560,7 @@ func eventTime(e eventsv1.Event) time.Time {
 func ensureOperandNamespace(t *testing.T) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operandNS, Labels: map[string]string{
-		reconcile.ManagedByLabel: reconcile.ManagedByValue, reconcile.PodSecurityEnforce: "restricted"}}}
+		names.ManagedByLabel: names.ManagedByValue, reconcile.PodSecurityEnforce: "restricted"}}}
 	if err := k8s.Create(testCtx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -33,8 +33,9 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	"github.com/example/myoperator/internal/names"
+	"github.com/example/myoperator/internal/render"
 	"github.com/example/myoperator/internal/scheme"
-	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/reliability"
 )
@@ -629,7 +630,7 @@ func (g *fakeGC) sweep(ctx context.Context) {
 	for _, cm := range cms.Items {
 		ref := metav1.GetControllerOf(&cm)
 		if ref == nil {
-			if cm.Labels[reconcile.ManagedByLabel] == reconcile.ManagedByValue {
+			if cm.Labels[names.ManagedByLabel] == names.ManagedByValue {
 				g.violate(fmt.Sprintf("ConfigMap %s labelled as the operator's has no controller", cm.Name))
 			}
 			continue
@@ -714,9 +715,9 @@ func (o *drinkObserver) observe(d *drinksv1.Drink) {
 	}
 	o.reason[d.UID] = c.Reason
 	if c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation &&
-		d.Status.AuthoredVersion != reconcile.AuthoredVersion(d) {
+		d.Status.AuthoredVersion != render.AuthoredVersion(d) {
 		o.violations = append(o.violations, fmt.Sprintf("Drink %s (uid %s) Ready at generation %d with status.authoredVersion %q, written in %q (Ready: %s)",
-			d.Name, d.UID, d.Generation, d.Status.AuthoredVersion, reconcile.AuthoredVersion(d), c.Message))
+			d.Name, d.UID, d.Generation, d.Status.AuthoredVersion, render.AuthoredVersion(d), c.Message))
 	}
 }
 

@@ -16,19 +16,9 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/names"
+	"github.com/example/myoperator/internal/render"
 )
-
-// TestLayoutsCoverHub: every hub field a layout of the table names has a
-// value in the ConfigMap.
-func TestLayoutsCoverHub(t *testing.T) {
-	spec := &drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"},
-		Name: "Cup", Drink: "tea"}
-	for _, f := range drinksversions.Drinks.Hub().Fields {
-		if hubValue(spec, f) == "" {
-			t.Errorf("hub field %s has no ConfigMap value", f)
-		}
-	}
-}
 
 // TestFourthDrinkVersion: with v1gamma1 added to a copy of the table, and
 // no change to the reconciler, a Drink authored in it gets the ConfigMap
@@ -52,7 +42,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 			Spec:       drinksv1.DrinkSpec{DisplayName: "Cup", Beverage: "tea", Size: drinksv1.SizeLarge, SugarCubes: 2, Extras: []string{"mint"}},
 		}
 	}
-	inV1 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LayoutAnnotation: "v1"}}}
+	inV1 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{names.LayoutAnnotation: "v1"}}}
 	for _, tc := range []struct {
 		name       string
 		table      drinksversions.Table
@@ -73,8 +63,8 @@ func TestFourthDrinkVersion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := drink("gamma", "v1gamma1")
-			data, err := ConfigMapDataIn(tc.table, d)
-			var unknown *UnknownVersionError
+			data, err := render.ConfigMapDataIn(tc.table, d)
+			var unknown *render.UnknownVersionError
 			switch {
 			case tc.wantData == nil && (!errors.As(err, &unknown) || !strings.Contains(err.Error(), "v1alpha1, v1beta1 and v1")):
 				t.Errorf("ConfigMapDataIn: %v, want an UnknownVersionError naming the served versions", err)
@@ -84,7 +74,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 			if diff := cmp.Diff(tc.wantData, data); diff != "" {
 				t.Errorf("ConfigMap data (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantStale, staleKeys(tc.table, inV1, LayoutName(tc.table, d))); diff != "" {
+			if diff := cmp.Diff(tc.wantStale, staleKeys(tc.table, inV1, render.LayoutName(tc.table, d))); diff != "" {
 				t.Errorf("stale keys of the v1 layout (-want +got):\n%s", diff)
 			}
 
@@ -180,13 +170,13 @@ func TestCourseForm(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := AuthoredVersion(tc.d); got != tc.wantVersion {
+			if got := render.AuthoredVersion(tc.d); got != tc.wantVersion {
 				t.Errorf("AuthoredVersion = %q, want %q", got, tc.wantVersion)
 			}
-			if got := LayoutName(drinksversions.Drinks, tc.d); got != tc.wantLayout {
+			if got := render.LayoutName(drinksversions.Drinks, tc.d); got != tc.wantLayout {
 				t.Errorf("LayoutName = %q, want %q", got, tc.wantLayout)
 			}
-			data, err := ConfigMapData(tc.d)
+			data, err := render.ConfigMapData(tc.d)
 			if tc.wantData == nil {
 				if err == nil {
 					t.Errorf("ConfigMapData = %v, want an UnknownVersionError", data)
@@ -201,7 +191,7 @@ func TestCourseForm(t *testing.T) {
 			}
 		})
 	}
-	inCourse := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LayoutAnnotation: "v1+course"}}}
+	inCourse := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{names.LayoutAnnotation: "v1+course"}}}
 	if diff := cmp.Diff([]string{"drink", "name"}, staleKeys(drinksversions.Drinks, inCourse, "v1")); diff != "" {
 		t.Errorf("stale keys on leaving the course form (-want +got):\n%s", diff)
 	}

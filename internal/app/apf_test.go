@@ -30,6 +30,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/reliability"
@@ -66,7 +67,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "protected"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unprotected"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
 		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
 	} {
 		if err := admin.Create(ctx, o); err != nil {

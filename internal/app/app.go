@@ -33,6 +33,7 @@ import (
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/operandcache"
 	"github.com/example/myoperator/internal/readbytes"
@@ -44,7 +45,7 @@ import (
 	"github.com/example/myoperator/reconcile"
 )
 
-var managedBy = labels.SelectorFromSet(labels.Set{reconcile.ManagedByLabel: reconcile.ManagedByValue})
+var managedBy = labels.SelectorFromSet(labels.Set{names.ManagedByLabel: names.ManagedByValue})
 
 // keepManagedFields is a cache transform that changes nothing: it stands
 // in for the default transform, which strips managed fields.
@@ -75,23 +76,6 @@ func operandCacheOptions(mgr ctrl.Manager) cache.Options {
 		},
 	}
 }
-
-// Names of the objects the manager manages certificates for; they match
-// config/.
-const (
-	DrinkCRD                  = "drinks.example.com"
-	MutatingWebhookConfig     = "myoperator-mutating-webhook-configuration"
-	ValidatingWebhookConfig   = "myoperator-validating-webhook-configuration"
-	DefaultCertSecret         = "myoperator-webhook-server-cert"
-	DefaultWebhookServiceName = "myoperator-webhook-service"
-	// DefaultMetricsServiceName is the metrics Service's name: the serving
-	// certificate is valid for it too, so that a scraper verifies the
-	// metrics endpoint against the webhook CA (config/prometheus).
-	DefaultMetricsServiceName = "myoperator-metrics-service"
-	// LeaderElectionID names the Lease, in Namespace; the fencing policy
-	// takes it as its parameter.
-	LeaderElectionID = "myoperator.example.com"
-)
 
 // The certificate rotator and the migration need these; writes are limited
 // to the project's own objects by name.
@@ -271,7 +255,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthProbeBindAddress:        o.ProbeAddr,
 		WebhookServer:                 webhookServer,
 		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              names.LeaderElectionID,
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
@@ -304,7 +288,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	var lock *leaderlock.Lock
 	if o.LeaderElection {
 		var err error
-		if lock, err = leaderlock.New(cfg, o.Namespace, LeaderElectionID, o.PodName, o.renewDeadline()); err != nil {
+		if lock, err = leaderlock.New(cfg, o.Namespace, names.LeaderElectionID, o.PodName, o.renewDeadline()); err != nil {
 			return nil, err
 		}
 		mgrOpts.LeaderElectionResourceLockInterface = lock
@@ -507,7 +491,7 @@ func (o Options) certSecretName() string {
 	case o.Certs == nil && o.IssuedCertSecret != "":
 		return o.IssuedCertSecret
 	}
-	return DefaultCertSecret
+	return names.CertSecret
 }
 
 func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready chan struct{}) error {
@@ -515,23 +499,23 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	secret := o.certSecretName()
 	dns := c.DNSName
 	if dns == "" {
-		dns = fmt.Sprintf("%s.%s.svc", DefaultWebhookServiceName, o.Namespace)
+		dns = fmt.Sprintf("%s.%s.svc", names.WebhookService, o.Namespace)
 	}
 	webhooks := []rotator.WebhookInfo{
-		{Name: MutatingWebhookConfig, Type: rotator.Mutating},
-		{Name: ValidatingWebhookConfig, Type: rotator.Validating},
-		{Name: DrinkCRD, Type: rotator.CRDConversion},
+		{Name: names.MutatingWebhookConfig, Type: rotator.Mutating},
+		{Name: names.ValidatingWebhookConfig, Type: rotator.Validating},
+		{Name: names.DrinkCRD, Type: rotator.CRDConversion},
 	}
 	if o.Sharding != nil {
-		webhooks = append(webhooks, rotator.WebhookInfo{Name: ShardFenceWebhookConfig, Type: rotator.Validating})
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: names.ShardFenceWebhookConfig, Type: rotator.Validating})
 	}
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: secret},
 		CertDir:        o.CertDir,
 		CAName:         "myoperator-ca",
-		CAOrganization: "myoperator",
+		CAOrganization: names.AppName,
 		DNSName:        dns,
-		ExtraDNSNames:  append(slices.Clone(c.ExtraDNSNames), fmt.Sprintf("%s.%s.svc", DefaultMetricsServiceName, o.Namespace)),
+		ExtraDNSNames:  append(slices.Clone(c.ExtraDNSNames), fmt.Sprintf("%s.%s.svc", names.MetricsService, o.Namespace)),
 		IsReady:        ready,
 		Webhooks:       webhooks,
 		FieldOwner:     reconcile.FieldOwner,
@@ -567,14 +551,11 @@ func webhookReady(certsReady <-chan struct{}, serving func(*http.Request) error)
 	}
 }
 
-// DefaultServiceAccount is the manager's ServiceAccount in config/rbac.
-const DefaultServiceAccount = "myoperator-controller-manager"
-
 func (o Options) serviceAccount() string {
 	if o.ServiceAccount != "" {
 		return o.ServiceAccount
 	}
-	return o.Namespace + "/" + DefaultServiceAccount
+	return o.Namespace + "/" + names.ServiceAccount
 }
 
 // renewDeadline is the leader's renew deadline, controller-runtime's

@@ -23,6 +23,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/logging"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -42,7 +43,7 @@ func TestCertificateRotation(t *testing.T) {
 		}
 	}
 	// Installed empty by config/ (the rotator fills it, never creates it).
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}}); err != nil {
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}}); err != nil {
 		t.Fatal(err)
 	}
 	probe := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
@@ -75,11 +76,11 @@ func TestCertificateRotation(t *testing.T) {
 	t.Logf("ready after %s", time.Since(start).Round(time.Millisecond))
 
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: app.DefaultCertSecret}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.CertSecret}, secret); err != nil {
 		t.Fatalf("certificate Secret: %v", err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: app.DrinkCRD}, crd); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
 		t.Fatal(err)
 	}
 	if got := crd.Spec.Conversion.Webhook.ClientConfig.CABundle; string(got) != string(secret.Data["ca.crt"]) {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -52,7 +52,7 @@ func TestFenceFrozenByReinstall(t *testing.T) {
 		}
 		pods[name] = kubernetes.NewForConfigOrDie(podCfg)
 	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.LeaderElectionID},
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.LeaderElectionID},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fence-a_1")}}
 	if err := admin.Create(ctx, lease); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/shardaudit"
 	"github.com/example/myoperator/test/framework/testenv"
@@ -223,14 +223,14 @@ func podKubeconfig(ctx context.Context, t *testing.T, cs kubernetes.Interface, c
 	t.Helper()
 	pod, err := cs.CoreV1().Pods(operatorNS).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{ServiceAccountName: app.DefaultServiceAccount,
+		Spec: corev1.PodSpec{ServiceAccountName: names.ServiceAccount,
 			Containers: []corev1.Container{{Name: "manager", Image: "controller:latest"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hour := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, app.DefaultServiceAccount, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour,
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
 	}, metav1.CreateOptions{})
@@ -296,7 +296,7 @@ func installFence(ctx context.Context, t *testing.T, admin client.Client, cs kub
 	// the API server looks the parameter up before the matchConditions,
 	// so parameterNotFoundAction Deny would refuse the ReplicaSet
 	// controller the manager's pods, which then never create the Lease.
-	if err := cs.CoordinationV1().Leases(operatorNS).Delete(ctx, app.LeaderElectionID, metav1.DeleteOptions{}); err != nil {
+	if err := cs.CoordinationV1().Leases(operatorNS).Delete(ctx, names.LeaderElectionID, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func() string {
@@ -334,7 +334,7 @@ func pauseLeader(ctx context.Context, t *testing.T, bin string, kubeconfigs map[
 	}
 	var leader, survivor *fenceReplica
 	holder := func() string {
-		l, err := cs.CoordinationV1().Leases(operatorNS).Get(ctx, app.LeaderElectionID, metav1.GetOptions{})
+		l, err := cs.CoordinationV1().Leases(operatorNS).Get(ctx, names.LeaderElectionID, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}

@@ -17,6 +17,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/certstest"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -47,7 +48,7 @@ func TestIssuedCertificate(t *testing.T) {
 	mgr, err := app.New(cfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: certDir,
-		IssuedCertSecret: app.DefaultCertSecret,
+		IssuedCertSecret: names.CertSecret,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestIssuedCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := certstest.Secret(operatorNS, app.DefaultCertSecret, "myoperator-serving-cert", "myoperator-ca-issuer", ca, leaf)
+	secret := certstest.Secret(operatorNS, names.CertSecret, "myoperator-serving-cert", "myoperator-ca-issuer", ca, leaf)
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -145,21 +146,21 @@ func injectCA(ctx context.Context, t *testing.T, c client.Client, caPEM []byte) 
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	for _, step := range []func() error{
-		func() error { return c.Get(ctx, client.ObjectKey{Name: app.MutatingWebhookConfig}, m) },
+		func() error { return c.Get(ctx, client.ObjectKey{Name: names.MutatingWebhookConfig}, m) },
 		func() error {
 			for i := range m.Webhooks {
 				m.Webhooks[i].ClientConfig.CABundle = caPEM
 			}
 			return c.Update(ctx, m)
 		},
-		func() error { return c.Get(ctx, client.ObjectKey{Name: app.ValidatingWebhookConfig}, v) },
+		func() error { return c.Get(ctx, client.ObjectKey{Name: names.ValidatingWebhookConfig}, v) },
 		func() error {
 			for i := range v.Webhooks {
 				v.Webhooks[i].ClientConfig.CABundle = caPEM
 			}
 			return c.Update(ctx, v)
 		},
-		func() error { return c.Get(ctx, client.ObjectKey{Name: app.DrinkCRD}, crd) },
+		func() error { return c.Get(ctx, client.ObjectKey{Name: names.DrinkCRD}, crd) },
 		func() error {
 			crd.Spec.Conversion.Webhook.ClientConfig.CABundle = caPEM
 			return c.Update(ctx, crd)
@@ -176,13 +177,13 @@ func caBundles(ctx context.Context, c client.Client, caPEM []byte) string {
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: app.MutatingWebhookConfig}, m); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.MutatingWebhookConfig}, m); err != nil {
 		return err.Error()
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: app.ValidatingWebhookConfig}, v); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.ValidatingWebhookConfig}, v); err != nil {
 		return err.Error()
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: app.DrinkCRD}, crd); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
 		return err.Error()
 	}
 	bundles := map[string][]byte{"conversion": crd.Spec.Conversion.Webhook.ClientConfig.CABundle}

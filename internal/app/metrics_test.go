@@ -40,6 +40,7 @@ import (
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -60,7 +61,7 @@ func TestManagedMetrics(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drinks"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
 		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
 	} {
 		if err := admin.Create(ctx, o); err != nil {
@@ -385,7 +386,7 @@ func metricsScraper(ctx context.Context, t *testing.T, cfg *rest.Config, admin c
 		var families map[string]*dto.MetricFamily
 		testenv.Eventually(t, 30*time.Second, func() string {
 			secret := &corev1.Secret{}
-			if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: app.DefaultCertSecret}, secret); err != nil {
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.CertSecret}, secret); err != nil {
 				return err.Error()
 			}
 			pool := x509.NewCertPool()
@@ -393,7 +394,7 @@ func metricsScraper(ctx context.Context, t *testing.T, cfg *rest.Config, admin c
 				return "no CA in the certificate Secret yet"
 			}
 			hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-				RootCAs: pool, ServerName: app.DefaultMetricsServiceName + "." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}}}
+				RootCAs: pool, ServerName: names.MetricsService + "." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}}}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
 			req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
 			resp, err := hc.Do(req)

@@ -28,6 +28,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/migrate"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/reliability"
 )
@@ -549,7 +550,7 @@ func waitStoredV1(t *testing.T, c client.Client, timeout time.Duration) {
 func storedVersions(t *testing.T, c client.Client) []string {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: app.DrinkCRD}, crd); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
 		t.Fatal(err)
 	}
 	return crd.Status.StoredVersions
@@ -583,7 +584,7 @@ func updateCRD(t *testing.T, c client.Client, mutate func(*apiextensionsv1.Custo
 	t.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(context.Background(), client.ObjectKey{Name: app.DrinkCRD}, crd); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
 			return err
 		}
 		mutate(crd)

@@ -28,6 +28,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -48,7 +49,7 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 		// operator's RoleBinding there; team-b has none.
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guestbook"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
 	} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)

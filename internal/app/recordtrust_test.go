@@ -21,6 +21,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/manifests"
@@ -169,7 +170,7 @@ func TestRecordWritableOnlyByOperator(t *testing.T) {
 	}
 	record := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: opconfig.RecordName,
-			Labels: map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue}}, Data: map[string]string{"accepted.json": "{}"}}
+			Labels: map[string]string{names.ManagedByLabel: names.ManagedByValue}}, Data: map[string]string{"accepted.json": "{}"}}
 	}
 	// The policy is enforced once the API server has loaded it.
 	testenv.Eventually(t, 10*time.Second, func() string {
@@ -220,7 +221,7 @@ func writeRecord(t *testing.T, c client.Client, data map[string]string, labelled
 	}
 	cm.Data = data
 	if labelled {
-		cm.Labels = map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue}
+		cm.Labels = map[string]string{names.ManagedByLabel: names.ManagedByValue}
 	}
 	if err := c.Create(context.Background(), cm); err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func waitRecord(t *testing.T, c client.Client, what string, cond func(*opconfig.
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, cm); err != nil {
 			return what + ": " + err.Error()
 		}
-		if cm.Labels[reconcile.ManagedByLabel] != reconcile.ManagedByValue {
+		if cm.Labels[names.ManagedByLabel] != names.ManagedByValue {
 			return what + ": not labelled as the operator's"
 		}
 		rec, err := opconfig.ReadRecord(context.Background(), c, operatorNS)

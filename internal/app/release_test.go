@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -45,7 +45,7 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "release"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
 	} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	var held string
 	testenv.Eventually(t, 30*time.Second, func() string {
 		l := &coordinationv1.Lease{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, l); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, l); err != nil {
 			return err.Error()
 		}
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
@@ -136,7 +136,7 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	var tookLease time.Duration
 	testenv.Eventually(t, 2*releaseDrain, func() string {
 		l := &coordinationv1.Lease{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, l); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, l); err != nil {
 			return err.Error()
 		}
 		if h := l.Spec.HolderIdentity; h == nil || *h == "" || *h == held {

@@ -23,6 +23,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -88,7 +89,7 @@ func TestNamespaceScope(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}}); err != nil {
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}}); err != nil {
 		t.Fatal(err)
 	}
 	watched := installNamespaceScope(ctx, t, admin)
@@ -98,7 +99,7 @@ func TestNamespaceScope(t *testing.T) {
 	checkNamespaceScopeRights(ctx, t, admin)
 
 	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx,
-		app.DefaultServiceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		names.ServiceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

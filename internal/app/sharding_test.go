@@ -28,10 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/shard"
-	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/shardaudit"
 	"github.com/example/myoperator/test/framework/testenv"
@@ -271,7 +270,7 @@ func TestShardedReplicas(t *testing.T) {
 func followerFirst(ctx context.Context, t *testing.T, admin client.Client, pods []string) (string, string, string) {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, lease); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, lease); err != nil {
 		t.Fatal(err)
 	}
 	leader := strings.SplitN(ptr.Deref(lease.Spec.HolderIdentity, ""), "_", 2)[0]
@@ -406,7 +405,7 @@ func checkConfigMapBuckets(ctx context.Context, t *testing.T, admin client.Clien
 	t.Helper()
 	uids := drinkUIDs(ctx, t, admin)
 	list := &corev1.ConfigMapList{}
-	if err := admin.List(ctx, list, client.InNamespace(shardNS), client.HasLabels{reconcile.DrinkLabel}); err != nil {
+	if err := admin.List(ctx, list, client.InNamespace(shardNS), client.HasLabels{names.DrinkLabel}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != shardDrinks {

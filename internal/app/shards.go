@@ -42,10 +42,6 @@ type ShardingOptions struct {
 	Duration, Renew time.Duration
 }
 
-// ShardFenceWebhookConfig is config/sharding's webhook configuration, which
-// sends the replicas' writes to Drinks and their ConfigMaps to the fence.
-const ShardFenceWebhookConfig = "myoperator-shard-fence"
-
 var (
 	shardBuckets = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "myoperator_shard_buckets",

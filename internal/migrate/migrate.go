@@ -20,10 +20,8 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/names"
 )
-
-// DrinkCRD is the CRD whose objects are migrated.
-const DrinkCRD = "drinks.example.com"
 
 // maxListings bounds how often one run starts its listing again after an
 // expired continue token; past it the run fails and the back-off retries.
@@ -147,8 +145,8 @@ func (m *Migrator) Run(ctx context.Context) error { return m.run(ctx, 1) }
 
 func (m *Migrator) run(ctx context.Context, attempt int) error {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := m.Client.Get(ctx, client.ObjectKey{Name: DrinkCRD}, crd); err != nil {
-		return fmt.Errorf("reading CRD %s: %w", DrinkCRD, err)
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
+		return fmt.Errorf("reading CRD %s: %w", names.DrinkCRD, err)
 	}
 	storage := storageVersion(crd)
 	stored := crd.Status.StoredVersions
@@ -263,14 +261,14 @@ func (m *Migrator) rewritePage(ctx context.Context, items []drinksv1.Drink, lega
 func (m *Migrator) trim(ctx context.Context, storage string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := m.Client.Get(ctx, client.ObjectKey{Name: DrinkCRD}, crd); err != nil {
+		if err := m.Client.Get(ctx, client.ObjectKey{Name: names.DrinkCRD}, crd); err != nil {
 			return err
 		}
 		crd.Status.StoredVersions = []string{storage}
 		return m.Client.Status().Update(ctx, crd)
 	})
 	if err != nil {
-		return fmt.Errorf("trimming status.storedVersions of %s: %w", DrinkCRD, err)
+		return fmt.Errorf("trimming status.storedVersions of %s: %w", names.DrinkCRD, err)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ const RecordName = "myoperator-accepted-config"
 const recordKey = "accepted.json"
 
 // RecordConfigMap returns the ConfigMap that stores rec. Its writer labels
-// it as the operator's (reconcile.ManagedByLabel).
+// it as the operator's (names.ManagedByLabel).
 func RecordConfigMap(namespace string, rec *Record) (*corev1.ConfigMap, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {

@@ -13,20 +13,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/scheme"
 )
 
 // Names of the installation, as config/ writes them.
 const (
-	// OperatorNamespace is the namespace config/default installs into.
-	OperatorNamespace = "myoperator-system"
-	// Deployment is the manager's Deployment in OperatorNamespace.
-	Deployment = "myoperator-controller-manager"
-	// ManagerContainer is the manager's container in Deployment.
+	// ManagerContainer is the manager's container in names.Deployment.
 	ManagerContainer = "manager"
 	// PodSelector selects the manager's pods (config/manager).
-	PodSelector = "app.kubernetes.io/name=myoperator,control-plane=controller-manager"
+	PodSelector = names.NameLabel + "=" + names.AppName + ",control-plane=controller-manager"
 )
 
 // Connection holds the flags that choose the cluster, as kubectl names
@@ -49,7 +45,7 @@ func (c *Connection) AddFlags(fs *pflag.FlagSet, namespaceHelp string) {
 	if namespaceHelp != "" {
 		fs.StringVarP(&c.Namespace, "namespace", "n", "", namespaceHelp)
 	}
-	fs.StringVar(&c.OperatorNamespace, "operator-namespace", OperatorNamespace, "The namespace the operator is installed in.")
+	fs.StringVar(&c.OperatorNamespace, "operator-namespace", names.Namespace, "The namespace the operator is installed in.")
 }
 
 func (c *Connection) clientConfig() clientcmd.ClientConfig {
@@ -104,14 +100,14 @@ type Install struct {
 
 // ReadInstall reads the manager Deployment in namespace.
 func ReadInstall(ctx context.Context, r client.Reader, namespace string) (Install, error) {
-	in := Install{Namespace: namespace, CertSecret: app.DefaultCertSecret}
+	in := Install{Namespace: namespace, CertSecret: names.CertSecret}
 	d := &appsv1.Deployment{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Deployment}, d)
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.Deployment}, d)
 	if apierrors.IsNotFound(err) {
 		return in, nil
 	}
 	if err != nil {
-		return in, fmt.Errorf("reading Deployment %s/%s: %w", namespace, Deployment, err)
+		return in, fmt.Errorf("reading Deployment %s/%s: %w", namespace, names.Deployment, err)
 	}
 	in.Found, in.Deployment = true, d
 	for _, c := range d.Spec.Template.Spec.Containers {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/example/myoperator/internal/names"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -57,8 +59,8 @@ func TestConnection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Host != tc.host || c.Namespace != tc.nsIs || c.OperatorNamespace != OperatorNamespace {
-				t.Errorf("host %s, namespace %q, operator namespace %q; want %s, %q, %q", cfg.Host, c.Namespace, c.OperatorNamespace, tc.host, tc.nsIs, OperatorNamespace)
+			if cfg.Host != tc.host || c.Namespace != tc.nsIs || c.OperatorNamespace != names.Namespace {
+				t.Errorf("host %s, namespace %q, operator namespace %q; want %s, %q, %q", cfg.Host, c.Namespace, c.OperatorNamespace, tc.host, tc.nsIs, names.Namespace)
 			}
 		})
 	}

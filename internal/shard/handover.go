@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/myoperator/internal/names"
 )
 
 // Coordinator hands the buckets between the replicas. Each replica runs
@@ -214,7 +216,7 @@ func (c *Coordinator) take(ctx context.Context, b int, l *coordinationv1.Lease) 
 	if l == nil {
 		return c.Client.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: BucketLeaseName(b),
-				Labels: map[string]string{BucketLabel: BucketValue(b), "app.kubernetes.io/name": "myoperator"}},
+				Labels: map[string]string{BucketLabel: BucketValue(b), names.NameLabel: names.AppName}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(c.Identity), AcquireTime: &now},
 		})
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/myoperator/internal/names"
 )
 
 const (
@@ -115,7 +117,7 @@ func (m *Members) renew(ctx context.Context) error {
 		// time each other by their own Duration.
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: LeaseName(m.Identity),
-				Labels: map[string]string{MemberLabel: "true", "app.kubernetes.io/name": "myoperator"}},
+				Labels: map[string]string{MemberLabel: "true", names.NameLabel: names.AppName}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity),
 				LeaseDurationSeconds: ptr.To(int32(math.Ceil(m.Duration.Seconds()))), AcquireTime: &now, RenewTime: &now},
 		}

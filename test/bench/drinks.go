@@ -13,7 +13,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 )
 
-// Labels the operator puts on the ConfigMaps it writes (reconcile's
+// Labels the operator puts on the ConfigMaps it writes (internal/names'
 // ManagedByLabel, DrinkLabel and LayoutAnnotation); written out here so that
 // the bench checks the operator against the product's contract rather than
 // against its own constants.

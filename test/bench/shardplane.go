@@ -15,7 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/shardaudit"
 )
@@ -106,7 +106,7 @@ func installFence(ctx context.Context, cp *ControlPlane, idle bool) error {
 		return err
 	}
 	for _, o := range objs {
-		if o.GetKind() != "ValidatingWebhookConfiguration" || o.GetName() != app.ShardFenceWebhookConfig {
+		if o.GetKind() != "ValidatingWebhookConfiguration" || o.GetName() != names.ShardFenceWebhookConfig {
 			continue
 		}
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -125,7 +125,7 @@ func installFence(ctx context.Context, cp *ControlPlane, idle bool) error {
 		// The first replica's certificate rotator injects the CA.
 		return cp.Client.Create(ctx, vwc)
 	}
-	return fmt.Errorf("config/sharding renders no ValidatingWebhookConfiguration %s", app.ShardFenceWebhookConfig)
+	return fmt.Errorf("config/sharding renders no ValidatingWebhookConfiguration %s", names.ShardFenceWebhookConfig)
 }
 
 // PodKubeconfig creates the Pod object of a replica called name (no kubelet

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/reliability"
 )
@@ -141,7 +141,7 @@ func createTenantObjects(ctx context.Context, t *testing.T, cp *bench.ControlPla
 				if i < tenantConfigMaps {
 					_, err = cp.Clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 						ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("big-%03d", i),
-							Labels: map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue}},
+							Labels: map[string]string{names.ManagedByLabel: names.ManagedByValue}},
 						Data: map[string]string{"blob": value},
 					}, metav1.CreateOptions{})
 				} else {

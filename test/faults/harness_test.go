@@ -20,7 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -91,7 +91,7 @@ func newHarness(t *testing.T) *harness {
 	if err := c.Create(ctx, &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret}}); err != nil {
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := NewProxy(cfg, t.Logf)
@@ -179,7 +179,7 @@ func (h *harness) stop() {
 // start in a cluster does: those writes are crash points too.
 func (h *harness) resetCertificates() {
 	s := &corev1.Secret{}
-	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: operatorNS, Name: app.DefaultCertSecret}, s); err != nil {
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: operatorNS, Name: names.CertSecret}, s); err != nil {
 		h.t.Fatal(err)
 	}
 	s.Data = nil

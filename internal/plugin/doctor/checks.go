@@ -16,11 +16,10 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/pause"
-	"github.com/example/myoperator/internal/plugin"
-	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/internal/render"
 )
 
 // Finding is one broken invariant.
@@ -71,7 +70,7 @@ func Run(s *State) []Finding {
 // replica re-reads everything, reconciles every object, injects its CA
 // and migrates stored versions at start.
 func restart(s *State) string {
-	return fmt.Sprintf("kubectl -n %s rollout restart deployment %s", s.Install.Namespace, plugin.Deployment)
+	return fmt.Sprintf("kubectl -n %s rollout restart deployment %s", s.Install.Namespace, names.Deployment)
 }
 
 // Exempt says why the operator is not expected to keep a Drink's
@@ -133,7 +132,7 @@ func DrinkConfigMaps(s *State) []Finding {
 				Fix:     fmt.Sprintf("kubectl -n %s delete configmap %s   # after saving what it holds; the operator then creates the Drink's", cm.Namespace, cm.Name)})
 			continue
 		}
-		if _, err := reconcile.ConfigMapData(d); err != nil {
+		if _, err := render.ConfigMapData(d); err != nil {
 			out = append(out, Finding{Object: obj, Problem: "has no layout to check its ConfigMap against: " + err.Error(),
 				Fix: fmt.Sprintf("kubectl -n %s edit drink %s   # write its spec once through a served version", d.Namespace, d.Name)})
 			continue
@@ -149,14 +148,14 @@ func DrinkConfigMaps(s *State) []Finding {
 // layoutProblem says how cm differs from the ConfigMap of d: its layout,
 // its labels, each key's value.
 func layoutProblem(cm *corev1.ConfigMap, d *drinksv1.Drink) string {
-	want, _ := reconcile.ConfigMapData(d) // DrinkConfigMaps reported an error
-	layout := reconcile.LayoutName(drinksversions.Drinks, d)
+	want, _ := render.ConfigMapData(d) // DrinkConfigMaps reported an error
+	layout := render.LayoutName(drinksversions.Drinks, d)
 	var problems []string
-	if got := cm.Annotations[reconcile.LayoutAnnotation]; got != layout {
+	if got := cm.Annotations[names.LayoutAnnotation]; got != layout {
 		problems = append(problems, fmt.Sprintf("is in layout %q, want %q (%s)", got, layout, strings.Join(drinksversions.LayoutKeys(want), ",")))
 	}
-	if cm.Labels[reconcile.ManagedByLabel] != reconcile.ManagedByValue || cm.Labels[reconcile.DrinkLabel] != d.Name {
-		problems = append(problems, fmt.Sprintf("lacks the labels %s=%s, %s=%s", reconcile.ManagedByLabel, reconcile.ManagedByValue, reconcile.DrinkLabel, d.Name))
+	if cm.Labels[names.ManagedByLabel] != names.ManagedByValue || cm.Labels[names.DrinkLabel] != d.Name {
+		problems = append(problems, fmt.Sprintf("lacks the labels %s=%s, %s=%s", names.ManagedByLabel, names.ManagedByValue, names.DrinkLabel, d.Name))
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got, ok := cm.Data[k]; !ok {
@@ -186,10 +185,10 @@ func OrphanedConfigMaps(s *State) []Finding {
 	}
 	var out []Finding
 	for _, cm := range s.ConfigMaps {
-		if cm.DeletionTimestamp != nil || cm.Labels[reconcile.ManagedByLabel] != reconcile.ManagedByValue {
+		if cm.DeletionTimestamp != nil || cm.Labels[names.ManagedByLabel] != names.ManagedByValue {
 			continue
 		}
-		drink, ok := cm.Labels[reconcile.DrinkLabel]
+		drink, ok := cm.Labels[names.DrinkLabel]
 		if !ok {
 			continue
 		}
@@ -202,7 +201,7 @@ func OrphanedConfigMaps(s *State) []Finding {
 			why = "it has no controller"
 		}
 		out = append(out, Finding{Object: "configmap/" + cm.Namespace + "/" + cm.Name,
-			Problem: fmt.Sprintf("is labelled %s=%s but %s: an orphan", reconcile.DrinkLabel, drink, why),
+			Problem: fmt.Sprintf("is labelled %s=%s but %s: an orphan", names.DrinkLabel, drink, why),
 			Fix:     fmt.Sprintf("kubectl -n %s delete configmap %s", cm.Namespace, cm.Name)})
 	}
 	return out
@@ -212,8 +211,8 @@ func OrphanedConfigMaps(s *State) []Finding {
 // a running manager pod.
 func LeaseHolder(s *State) []Finding {
 	ns := s.Install.Namespace
-	obj := "lease/" + ns + "/" + app.LeaderElectionID
-	fix := fmt.Sprintf("kubectl -n %s delete lease %s   # a running replica takes it within seconds", ns, app.LeaderElectionID)
+	obj := "lease/" + ns + "/" + names.LeaderElectionID
+	fix := fmt.Sprintf("kubectl -n %s delete lease %s   # a running replica takes it within seconds", ns, names.LeaderElectionID)
 	if s.Lease == nil {
 		if s.Install.Found && !leaderElect(s.Install.Args) {
 			return nil // leader election is off: every replica reconciles
@@ -273,10 +272,10 @@ func WebhookCA(s *State) []Finding {
 	hooks := s.Webhooks()
 	var out []Finding
 	if s.Mutating == nil {
-		out = append(out, Finding{Object: "mutatingwebhookconfiguration/" + app.MutatingWebhookConfig, Problem: "is missing", Fix: "reinstall the operator (kubectl apply --server-side -f install.yaml)"})
+		out = append(out, Finding{Object: "mutatingwebhookconfiguration/" + names.MutatingWebhookConfig, Problem: "is missing", Fix: "reinstall the operator (kubectl apply --server-side -f install.yaml)"})
 	}
 	if s.Validating == nil {
-		out = append(out, Finding{Object: "validatingwebhookconfiguration/" + app.ValidatingWebhookConfig, Problem: "is missing", Fix: "reinstall the operator (kubectl apply --server-side -f install.yaml)"})
+		out = append(out, Finding{Object: "validatingwebhookconfiguration/" + names.ValidatingWebhookConfig, Problem: "is missing", Fix: "reinstall the operator (kubectl apply --server-side -f install.yaml)"})
 	}
 	if len(hooks) == 0 || s.Install.CertSecret == "" {
 		// No Secret of the manager's (--webhook-cert-secret=""): OLM
@@ -382,7 +381,7 @@ func StoredVersions(s *State) []Finding {
 			continue
 		}
 		fix := restart(s) + "   # the manager migrates every Drink to " + storage + " and trims storedVersions at start"
-		if name != app.DrinkCRD {
+		if name != names.DrinkCRD {
 			fix = fmt.Sprintf(`kubectl patch crd %s --subresource=status --type=merge -p '{"status":{"storedVersions":["%s"]}}'   # once every object is stored in %s`, name, storage, storage)
 		}
 		out = append(out, Finding{Object: "crd/" + name,

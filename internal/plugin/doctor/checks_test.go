@@ -24,11 +24,11 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
-	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/internal/render"
 )
 
 const ns = "myoperator-system"
@@ -46,13 +46,13 @@ func drink(name, version string, spec drinksv1.DrinkSpec) drinksv1.Drink {
 // configMapOf is the ConfigMap the operator writes for d.
 func configMapOf(t *testing.T, d drinksv1.Drink) corev1.ConfigMap {
 	t.Helper()
-	data, err := reconcile.ConfigMapData(&d)
+	data, err := render.ConfigMapData(&d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name,
-		Labels:          map[string]string{reconcile.ManagedByLabel: reconcile.ManagedByValue, reconcile.DrinkLabel: d.Name},
-		Annotations:     map[string]string{reconcile.LayoutAnnotation: reconcile.LayoutName(drinksversions.Drinks, &d)},
+		Labels:          map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: d.Name},
+		Annotations:     map[string]string{names.LayoutAnnotation: render.LayoutName(drinksversions.Drinks, &d)},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Drink", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
 		Data: data}
 }
@@ -78,17 +78,17 @@ func caPEM(t *testing.T, cn string) []byte {
 func healthy(t *testing.T) *State {
 	t.Helper()
 	ca := caPEM(t, "myoperator-ca")
-	svc := &admissionregistrationv1.ServiceReference{Namespace: ns, Name: app.DefaultWebhookServiceName}
+	svc := &admissionregistrationv1.ServiceReference{Namespace: ns, Name: names.WebhookService}
 	cc := admissionregistrationv1.WebhookClientConfig{Service: svc, CABundle: ca}
 	s := &State{
-		Install: plugin.Install{Namespace: ns, Found: true, Args: []string{"--leader-elect"}, CertSecret: app.DefaultCertSecret},
+		Install: plugin.Install{Namespace: ns, Found: true, Args: []string{"--leader-elect"}, CertSecret: names.CertSecret},
 		Pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mgr-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
 			{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mgr-b"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
 		Lease:      &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("mgr-a_1234")}},
-		CertSecret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.DefaultCertSecret}, Data: map[string][]byte{"ca.crt": ca}},
-		Mutating: &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: app.MutatingWebhookConfig},
+		CertSecret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CertSecret}, Data: map[string][]byte{"ca.crt": ca}},
+		Mutating: &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: names.MutatingWebhookConfig},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mdrink.example.com", ClientConfig: cc}}},
-		Validating: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: app.ValidatingWebhookConfig},
+		Validating: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: names.ValidatingWebhookConfig},
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "vdrink.example.com", ClientConfig: cc}}},
 		CRDs:     map[string]*apiextensionsv1.CustomResourceDefinition{},
 		Services: map[string]*corev1.Service{ns + "/" + svc.Name: {}},
@@ -99,7 +99,7 @@ func healthy(t *testing.T) *State {
 		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec:   apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v0"}, {Name: "v1", Storage: true}}},
 			Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1"}}}
-		if name == app.DrinkCRD {
+		if name == names.DrinkCRD {
 			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 				ClientConfig: &apiextensionsv1.WebhookClientConfig{CABundle: ca, Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: svc.Name}}}}
 		}
@@ -134,12 +134,12 @@ func TestChecks(t *testing.T) {
 	}{
 		{"drink-configmap: healthy, every version and the course's form", DrinkConfigMaps, func(*State) {}, ""},
 		{"drink-configmap: missing", DrinkConfigMaps, func(s *State) { s.ConfigMaps = s.ConfigMaps[1:] }, "its ConfigMap cafe/alpha is missing"},
-		{"drink-configmap: another layout", DrinkConfigMaps, func(s *State) { s.ConfigMaps[1].Annotations[reconcile.LayoutAnnotation] = "v1" },
+		{"drink-configmap: another layout", DrinkConfigMaps, func(s *State) { s.ConfigMaps[1].Annotations[names.LayoutAnnotation] = "v1" },
 			`is in layout "v1", want "v1beta1"`},
 		{"drink-configmap: a key's value", DrinkConfigMaps, func(s *State) { s.ConfigMaps[2].Data["extras"] = "milk" }, `has extras="milk", want "honey,milk"`},
 		{"drink-configmap: a key missing", DrinkConfigMaps, func(s *State) { delete(s.ConfigMaps[3].Data, "drink") }, `has no key drink`},
 		{"drink-configmap: course Drink in v1's own layout", DrinkConfigMaps, func(s *State) {
-			s.ConfigMaps[3].Annotations[reconcile.LayoutAnnotation] = "v1"
+			s.ConfigMaps[3].Annotations[names.LayoutAnnotation] = "v1"
 		}, `is in layout "v1", want "v1+course"`},
 		{"drink-configmap: labels removed", DrinkConfigMaps, func(s *State) { s.ConfigMaps[0].Labels = nil }, "lacks the labels"},
 		{"drink-configmap: someone else's under the name", DrinkConfigMaps, func(s *State) { s.ConfigMaps[0].OwnerReferences = nil }, "is not controlled by the Drink"},
@@ -180,7 +180,7 @@ func TestChecks(t *testing.T) {
 		{"orphaned-configmap: no controller", OrphanedConfigMaps, func(s *State) { s.ConfigMaps[0].OwnerReferences = nil }, "it has no controller"},
 		{"orphaned-configmap: not the operator's", OrphanedConfigMaps, func(s *State) {
 			s.Drinks = s.Drinks[1:]
-			delete(s.ConfigMaps[0].Labels, reconcile.ManagedByLabel)
+			delete(s.ConfigMaps[0].Labels, names.ManagedByLabel)
 		}, ""},
 
 		{"leader: healthy", LeaseHolder, func(*State) {}, ""},
@@ -196,7 +196,7 @@ func TestChecks(t *testing.T) {
 			"validatingwebhookconfiguration/myoperator-validating-webhook-configuration webhook vdrink.example.com caBundle does not hold the current CA"},
 		{"webhook-ca: mutating empty", WebhookCA, func(s *State) { s.Mutating.Webhooks[0].ClientConfig.CABundle = nil }, "webhook mdrink.example.com caBundle does not hold"},
 		{"webhook-ca: conversion stale", WebhookCA, func(s *State) {
-			s.CRDs[app.DrinkCRD].Spec.Conversion.Webhook.ClientConfig.CABundle = caPEM(t, "old")
+			s.CRDs[names.DrinkCRD].Spec.Conversion.Webhook.ClientConfig.CABundle = caPEM(t, "old")
 		}, "crd/drinks.example.com conversion webhook caBundle does not hold"},
 		{"webhook-ca: CA rotated, Secret newer", WebhookCA, func(s *State) { s.CertSecret.Data["ca.crt"] = caPEM(t, "new") }, "does not hold the current CA \"new\""},
 		{"webhook-ca: bundle holds old and current", WebhookCA, func(s *State) {
@@ -211,22 +211,22 @@ func TestChecks(t *testing.T) {
 
 		{"webhook-endpoints: healthy", WebhookEndpoints, func(*State) {}, ""},
 		{"webhook-endpoints: none ready", WebhookEndpoints, func(s *State) {
-			s.EndpointSlices[ns+"/"+app.DefaultWebhookServiceName][0].Endpoints[1].Conditions.Ready = ptr.To(false)
+			s.EndpointSlices[ns+"/"+names.WebhookService][0].Endpoints[1].Conditions.Ready = ptr.To(false)
 		}, "service/myoperator-system/myoperator-webhook-service has no ready endpoint"},
 		{"webhook-endpoints: no slices", WebhookEndpoints, func(s *State) { s.EndpointSlices = nil }, "has no ready endpoint"},
-		{"webhook-endpoints: Service missing", WebhookEndpoints, func(s *State) { s.Services[ns+"/"+app.DefaultWebhookServiceName] = nil }, "is missing;"},
+		{"webhook-endpoints: Service missing", WebhookEndpoints, func(s *State) { s.Services[ns+"/"+names.WebhookService] = nil }, "is missing;"},
 		{"webhook-endpoints: by URL, nothing to check", WebhookEndpoints, func(s *State) {
 			s.EndpointSlices = nil
 			s.Mutating.Webhooks[0].ClientConfig.Service = nil
 			s.Validating.Webhooks[0].ClientConfig.Service = nil
-			s.CRDs[app.DrinkCRD].Spec.Conversion.Webhook.ClientConfig.Service = nil
+			s.CRDs[names.DrinkCRD].Spec.Conversion.Webhook.ClientConfig.Service = nil
 		}, ""},
 
 		{"stored-versions: healthy", StoredVersions, func(*State) {}, ""},
-		{"stored-versions: Drinks not trimmed", StoredVersions, func(s *State) { s.CRDs[app.DrinkCRD].Status.StoredVersions = []string{"v0", "v1"} },
+		{"stored-versions: Drinks not trimmed", StoredVersions, func(s *State) { s.CRDs[names.DrinkCRD].Status.StoredVersions = []string{"v0", "v1"} },
 			"crd/drinks.example.com status.storedVersions is [v0 v1], want [v1]"},
-		{"stored-versions: another CRD", StoredVersions, func(s *State) { s.CRDs[GuestbookCRD].Status.StoredVersions = []string{"v0"} }, "kubectl patch crd guestbooks.webapp.my.domain"},
-		{"stored-versions: CRD missing", StoredVersions, func(s *State) { delete(s.CRDs, OperatorConfigCRD) }, "crd/operatorconfigs.operator.example.com is missing"},
+		{"stored-versions: another CRD", StoredVersions, func(s *State) { s.CRDs[names.GuestbookCRD].Status.StoredVersions = []string{"v0"} }, "kubectl patch crd guestbooks.webapp.my.domain"},
+		{"stored-versions: CRD missing", StoredVersions, func(s *State) { delete(s.CRDs, names.OperatorConfigCRD) }, "crd/operatorconfigs.operator.example.com is missing"},
 
 		{"accepted-config: healthy", AcceptedConfig, func(*State) {}, ""},
 		{"accepted-config: sources differ only", AcceptedConfig, func(s *State) {

@@ -29,6 +29,7 @@ import (
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/pause"
 	"github.com/example/myoperator/internal/plugin"
@@ -38,7 +39,7 @@ import (
 )
 
 const (
-	operatorNS = plugin.OperatorNamespace
+	operatorNS = names.Namespace
 	podName    = "myoperator-controller-manager-7d9f-abcde"
 )
 
@@ -113,7 +114,7 @@ func TestDoctorOnAPIServer(t *testing.T) {
 	stop()
 	<-stopped
 	lease := &coordinationv1.Lease{}
-	get(t, k8s, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, lease)
+	get(t, k8s, client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, lease)
 	lease.Spec.HolderIdentity = ptr.To(podName + "_0000")
 	mustUpdate(t, k8s, lease)
 	for _, key := range []client.ObjectKey{{Namespace: "cafe", Name: "paused"}, {Namespace: "elsewhere", Name: "out"}} {
@@ -152,45 +153,45 @@ func TestDoctorOnAPIServer(t *testing.T) {
 			return func() { mustDelete(t, k8s, cm) }
 		}, "configmap/cafe/ghost is labelled example.com/drink=ghost but it has no controller"},
 		{"leader", "the Lease held by a pod that is gone", func(t *testing.T) func() {
-			return edit(t, k8s, &coordinationv1.Lease{}, client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, func(l *coordinationv1.Lease) {
+			return edit(t, k8s, &coordinationv1.Lease{}, client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, func(l *coordinationv1.Lease) {
 				l.Spec.HolderIdentity = ptr.To("myoperator-controller-manager-old_1")
 			})
 		}, `is held by "myoperator-controller-manager-old_1", which names no pod`},
 		{"webhook-ca", "the validating webhooks' caBundle from another CA", func(t *testing.T) func() {
-			return edit(t, k8s, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: app.ValidatingWebhookConfig},
+			return edit(t, k8s, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: names.ValidatingWebhookConfig},
 				func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 					c.Webhooks[0].ClientConfig.CABundle = []byte("not a certificate")
 				})
 		}, "validatingwebhookconfiguration/myoperator-validating-webhook-configuration webhook vdrink.example.com caBundle does not hold the current CA"},
 		{"webhook-ca", "the mutating webhooks' caBundle emptied", func(t *testing.T) func() {
-			return edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: app.MutatingWebhookConfig},
+			return edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: names.MutatingWebhookConfig},
 				func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 					c.Webhooks[1].ClientConfig.CABundle = nil
 				})
 		}, "webhook mguestbook.webapp.my.domain caBundle does not hold the current CA"},
 		{"webhook-ca", "the Drink CRD's conversion caBundle emptied", func(t *testing.T) func() {
-			return edit(t, k8s, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: app.DrinkCRD},
+			return edit(t, k8s, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: names.DrinkCRD},
 				func(c *apiextensionsv1.CustomResourceDefinition) {
 					c.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
 				})
 		}, "crd/drinks.example.com conversion webhook caBundle does not hold the current CA"},
 		{"webhook-endpoints", "a webhook moved to the Service, whose only endpoint is not ready", func(t *testing.T) func() {
-			undo := edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: app.MutatingWebhookConfig},
+			undo := edit(t, k8s, &admissionregistrationv1.MutatingWebhookConfiguration{}, client.ObjectKey{Name: names.MutatingWebhookConfig},
 				func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 					c.Webhooks[1].ClientConfig.URL = nil
-					c.Webhooks[1].ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: operatorNS, Name: app.DefaultWebhookServiceName, Path: ptr.To("/mutate")}
+					c.Webhooks[1].ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: operatorNS, Name: names.WebhookService, Path: ptr.To("/mutate")}
 				})
 			return undo
 		}, "service/myoperator-system/myoperator-webhook-service has no ready endpoint; mutatingwebhookconfiguration/myoperator-mutating-webhook-configuration webhook mguestbook.webapp.my.domain call it"},
 		{"stored-versions", "the Drink CRD's storedVersions holding v1beta1 too", func(t *testing.T) func() {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			get(t, k8s, client.ObjectKey{Name: app.DrinkCRD}, crd)
+			get(t, k8s, client.ObjectKey{Name: names.DrinkCRD}, crd)
 			crd.Status.StoredVersions = []string{"v1beta1", "v1"}
 			if err := k8s.Status().Update(ctx, crd); err != nil {
 				t.Fatal(err)
 			}
 			return func() {
-				get(t, k8s, client.ObjectKey{Name: app.DrinkCRD}, crd)
+				get(t, k8s, client.ObjectKey{Name: names.DrinkCRD}, crd)
 				crd.Status.StoredVersions = []string{"v1"}
 				if err := k8s.Status().Update(ctx, crd); err != nil {
 					t.Fatal(err)
@@ -244,7 +245,7 @@ func installation(t *testing.T, c client.Client, ca []byte, certDir string) {
 	labels := map[string]string{"app.kubernetes.io/name": "myoperator", "control-plane": "controller-manager"}
 	container := corev1.Container{Name: plugin.ManagerContainer, Image: "ghcr.io/example/myoperator:test",
 		Args: []string{"--leader-elect", "--webhook-port=9443", "--watch-namespaces=cafe," + operatorNS}}
-	mustCreate(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: plugin.Deployment},
+	mustCreate(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.Deployment},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}}})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: podName, Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}
@@ -257,14 +258,14 @@ func installation(t *testing.T, c client.Client, ca []byte, certDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultCertSecret},
+	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret},
 		Data: map[string][]byte{"ca.crt": ca, "tls.crt": crt}})
 	// The webhook Service, with one endpoint that is not ready: no
 	// webhook calls it (envtest's call URLs) until a case moves one there.
-	mustCreate(t, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultWebhookServiceName},
+	mustCreate(t, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.WebhookService},
 		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(9443)}}}})
-	mustCreate(t, c, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: app.DefaultWebhookServiceName + "-1",
-		Labels: map[string]string{discoveryv1.LabelServiceName: app.DefaultWebhookServiceName}},
+	mustCreate(t, c, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.WebhookService + "-1",
+		Labels: map[string]string{discoveryv1.LabelServiceName: names.WebhookService}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}}})
 }

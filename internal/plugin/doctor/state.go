@@ -20,21 +20,13 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/plugin"
-	"github.com/example/myoperator/reconcile"
-)
-
-// The operator's CustomResourceDefinitions besides app.DrinkCRD.
-var (
-	GuestbookCRD      = "guestbooks." + webappv1.GroupVersion.Group
-	OperatorConfigCRD = "operatorconfigs." + operatorv1alpha1.GroupVersion.Group
 )
 
 // CRDs are the operator's CustomResourceDefinitions.
-var CRDs = []string{app.DrinkCRD, GuestbookCRD, OperatorConfigCRD}
+var CRDs = []string{names.DrinkCRD, names.GuestbookCRD, names.OperatorConfigCRD}
 
 // State is what the checks look at, read once from the cluster.
 type State struct {
@@ -99,7 +91,7 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 	}
 	var found bool
 	lease := &coordinationv1.Lease{}
-	if found, err = get(client.ObjectKey{Namespace: operatorNS, Name: app.LeaderElectionID}, lease); err != nil {
+	if found, err = get(client.ObjectKey{Namespace: operatorNS, Name: names.LeaderElectionID}, lease); err != nil {
 		return nil, err
 	} else if found {
 		s.Lease = lease
@@ -113,13 +105,13 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 		}
 	}
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if found, err = get(client.ObjectKey{Name: app.MutatingWebhookConfig}, mwc); err != nil {
+	if found, err = get(client.ObjectKey{Name: names.MutatingWebhookConfig}, mwc); err != nil {
 		return nil, err
 	} else if found {
 		s.Mutating = mwc
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if found, err = get(client.ObjectKey{Name: app.ValidatingWebhookConfig}, vwc); err != nil {
+	if found, err = get(client.ObjectKey{Name: names.ValidatingWebhookConfig}, vwc); err != nil {
 		return nil, err
 	} else if found {
 		s.Validating = vwc
@@ -154,14 +146,14 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 		}
 		s.EndpointSlices[key.String()] = eps.Items
 	}
-	if _, ok := s.CRDs[app.DrinkCRD]; ok {
+	if _, ok := s.CRDs[names.DrinkCRD]; ok {
 		drinks := &drinksv1.DrinkList{}
 		if err := c.List(ctx, drinks, client.InNamespace(namespace)); err != nil {
 			return nil, fmt.Errorf("listing Drinks: %w", err)
 		}
 		s.Drinks = drinks.Items
 	}
-	hasDrink, err := labels.NewRequirement(reconcile.DrinkLabel, selection.Exists, nil)
+	hasDrink, err := labels.NewRequirement(names.DrinkLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +181,7 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 			s.ConfigMaps = append(s.ConfigMaps, *cm)
 		}
 	}
-	if _, ok := s.CRDs[OperatorConfigCRD]; ok {
+	if _, ok := s.CRDs[names.OperatorConfigCRD]; ok {
 		oc := &operatorv1alpha1.OperatorConfig{}
 		if found, err = get(client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
 			return nil, err

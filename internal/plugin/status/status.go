@@ -19,9 +19,8 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
-	"github.com/example/myoperator/internal/plugin"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/plugin/doctor"
-	"github.com/example/myoperator/reconcile"
 )
 
 // Print reads the installation in operatorNS and the Drinks of namespace
@@ -38,7 +37,7 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 
 	section("The operator (namespace " + operatorNS + ")")
 	if !s.Install.Found {
-		fmt.Fprintf(tw, "  no Deployment %s\n", plugin.Deployment)
+		fmt.Fprintf(tw, "  no Deployment %s\n", names.Deployment)
 	}
 	fmt.Fprintln(tw, "  POD\tPHASE\tREADY\tNODE\t")
 	for _, p := range s.Pods {
@@ -71,7 +70,7 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 		d := &s.Drinks[i]
 		layout := "-"
 		if cm := configMap(s, d); cm != nil {
-			layout = or(cm.Annotations[reconcile.LayoutAnnotation])
+			layout = or(cm.Annotations[names.LayoutAnnotation])
 		}
 		ready := condition(d.Status.Conditions, drinksv1.ConditionReady)
 		if why := s.Exempt(d); why != "" {
@@ -90,7 +89,7 @@ func Print(ctx context.Context, w io.Writer, c client.Reader, operatorNS, namesp
 
 	section("Guestbooks")
 	gbs := &webappv1.GuestbookList{}
-	if _, ok := s.CRDs[doctor.GuestbookCRD]; ok {
+	if _, ok := s.CRDs[names.GuestbookCRD]; ok {
 		if err := c.List(ctx, gbs); err != nil {
 			return fmt.Errorf("listing Guestbooks: %w", err)
 		}

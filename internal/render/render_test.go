@@ -1,4 +1,4 @@
-package reconcile_test
+package render_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/reconcile"
+	"github.com/example/myoperator/internal/render"
 )
 
 func TestConfigMapData(t *testing.T) {
@@ -25,7 +25,7 @@ func TestConfigMapData(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.version, func(t *testing.T) {
 			d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: tc.version}}, Spec: spec}
-			got, err := reconcile.ConfigMapData(d)
+			got, err := render.ConfigMapData(d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,8 +39,8 @@ func TestConfigMapData(t *testing.T) {
 		if v != "" {
 			d.Annotations = map[string]string{drinksv1.AuthoredVersionAnnotation: v}
 		}
-		var unknown *reconcile.UnknownVersionError
-		if _, err := reconcile.ConfigMapData(d); !errors.As(err, &unknown) {
+		var unknown *render.UnknownVersionError
+		if _, err := render.ConfigMapData(d); !errors.As(err, &unknown) {
 			t.Errorf("authored version %q: error %v, want UnknownVersionError", v, err)
 		}
 	}
