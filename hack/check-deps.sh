@@ -62,6 +62,20 @@ while read -r pkg; do
   fi
 done < <(go list ./apis/... ./internal/... ./reconcile/... ./bootstrap/... ./initcontainer/... ./guestbookserver/... ./kubectl-myoperator/...)
 
+# The Drink's spoke versions are apis/drinks' own: other code adds them to a
+# scheme and converts through the package apis/drinks, so that adding or
+# retiring a version changes only apis/drinks. Tests are exempt: a test that
+# writes a Drink in one version is about that version.
+while read -r pkg imports; do
+  [[ $pkg == "$module"/apis/drinks || $pkg == "$module"/apis/drinks/* ]] && continue
+  for imp in $imports; do
+    if [[ $imp == "$module"/apis/drinks/v1alpha1 || $imp == "$module"/apis/drinks/v1beta1 ]]; then
+      echo "check-deps: $pkg imports $imp; use the package apis/drinks (AddToScheme, New, Convert, NewConverter)"
+      status=1
+    fi
+  done
+done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
+
 # Non-test imports of every product package (a test file may import test
 # helpers; the package itself may not).
 while read -r pkg imports; do

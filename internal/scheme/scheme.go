@@ -6,9 +6,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
-	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
+	"github.com/example/myoperator/apis/drinks"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 )
@@ -20,9 +18,7 @@ func New() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
-		drinksv1.AddToScheme,
-		drinksv1alpha1.AddToScheme,
-		drinksv1beta1.AddToScheme,
+		drinks.AddToScheme,
 		webappv1.AddToScheme,
 		operatorv1alpha1.AddToScheme,
 	} {

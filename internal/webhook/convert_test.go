@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	"github.com/example/myoperator/apis/drinks"
 	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/scheme"
@@ -29,7 +30,7 @@ import (
 func newTestConversion(t *testing.T, limits ConversionLimits) (*streamingConversion, http.Handler) {
 	t.Helper()
 	s := scheme.New()
-	conv, err := conversion.NewConverter()(s)
+	conv, err := drinks.NewConverter()(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/example/myoperator/apis/drinks"
 	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -55,7 +56,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	})
 	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace, Records: opts.Records}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
-		WithConverter(conversion.NewConverter()).
+		WithConverter(drinks.NewConverter()).
 		WithValidator(dw).
 		Complete(); err != nil {
 		return fmt.Errorf("drink webhooks: %w", err)

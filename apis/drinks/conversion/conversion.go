@@ -7,22 +7,11 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 )
-
-// NewConverter returns the constructor of the Drink converter that the
-// webhook builder registers on the /convert endpoint.
-func NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
-	return crconversion.NewHubSpokeConverter(&drinksv1.Drink{},
-		crconversion.NewSpokeConverter(&drinksv1alpha1.Drink{}, V1ToV1alpha1, V1alpha1ToV1),
-		crconversion.NewSpokeConverter(&drinksv1beta1.Drink{}, V1ToV1beta1, V1beta1ToV1),
-	)
-}
 
 // lostFields is what a spoke cannot hold, kept in ConversionDataAnnotation.
 // Each spoke stores only the fields it lacks, so the annotation of an object

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,10 +17,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/apis/drinks/conversion"
+	"github.com/example/myoperator/apis/drinks"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
-	drinksv1beta1 "github.com/example/myoperator/apis/drinks/v1beta1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
@@ -49,11 +48,7 @@ func Document(doc []byte, to string) ([]byte, error) {
 
 // convert converts one Drink to version to, as a map.
 func convert(doc []byte, to string) (map[string]any, error) {
-	hub, err := toHub(doc)
-	if err != nil {
-		return nil, err
-	}
-	out, err := fromHub(hub, to)
+	out, err := decodeAndConvert(doc, to)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +82,9 @@ func list(doc []byte, to string) ([]byte, error) {
 	return yaml.Marshal(out)
 }
 
-// toHub decodes a Drink in any version and converts it to v1.
-func toHub(doc []byte) (*drinksv1.Drink, error) {
+// decodeAndConvert decodes a Drink in any version and converts it to
+// version to.
+func decodeAndConvert(doc []byte, to string) (runtime.Object, error) {
 	var head metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return nil, err
@@ -97,25 +93,15 @@ func toHub(doc []byte) (*drinksv1.Drink, error) {
 	if head.Kind != "Drink" {
 		return nil, fmt.Errorf("kind %q: only Drinks (%s) convert", head.Kind, gv.Group)
 	}
-	ctx := context.Background()
-	switch head.APIVersion {
-	case gv.Group + "/v1":
-		d := &drinksv1.Drink{}
-		return d, strict(doc, d)
-	case gv.Group + "/v1beta1":
-		src, d := &drinksv1beta1.Drink{}, &drinksv1.Drink{}
-		if err := strict(doc, src); err != nil {
-			return nil, err
-		}
-		return d, conversion.V1beta1ToV1(ctx, src, d)
-	case gv.Group + "/v1alpha1":
-		src, d := &drinksv1alpha1.Drink{}, &drinksv1.Drink{}
-		if err := strict(doc, src); err != nil {
-			return nil, err
-		}
-		return d, conversion.V1alpha1ToV1(ctx, src, d)
+	version, inGroup := strings.CutPrefix(head.APIVersion, gv.Group+"/")
+	src, err := drinks.New(version)
+	if !inGroup || err != nil {
+		return nil, fmt.Errorf("apiVersion %q: a Drink's is %s/ followed by one of %s", head.APIVersion, gv.Group, drinksversions.List(Versions()))
 	}
-	return nil, fmt.Errorf("apiVersion %q: a Drink's is %s/ followed by one of %s", head.APIVersion, gv.Group, drinksversions.List(Versions()))
+	if err := strict(doc, src); err != nil {
+		return nil, err
+	}
+	return drinks.Convert(context.Background(), src, to)
 }
 
 func strict(doc []byte, obj any) error {
@@ -123,30 +109,6 @@ func strict(doc []byte, obj any) error {
 		return fmt.Errorf("%w (convert keeps every field, so it refuses one the version does not have)", err)
 	}
 	return nil
-}
-
-// fromHub converts the hub to version to.
-func fromHub(hub *drinksv1.Drink, to string) (runtime.Object, error) {
-	ctx := context.Background()
-	var out runtime.Object
-	var err error
-	switch to {
-	case "v1":
-		out = hub
-	case "v1beta1":
-		d := &drinksv1beta1.Drink{}
-		err, out = conversion.V1ToV1beta1(ctx, hub, d), d
-	case "v1alpha1":
-		d := &drinksv1alpha1.Drink{}
-		err, out = conversion.V1ToV1alpha1(ctx, hub, d), d
-	default:
-		return nil, fmt.Errorf("--to %q: no conversion to it", to)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out.GetObjectKind().SetGroupVersionKind(drinksv1.GroupVersion.WithKind("Drink").GroupKind().WithVersion(to))
-	return out, nil
 }
 
 // toMap returns obj as a map without the fields a typed object always

@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// drinks are v1 manifests that each need something of conversion: fields a
+// manifests are v1 Drinks that each need something of conversion: fields a
 // spoke lacks, the course's fields, a user's own conversion-data
 // annotation, a status, and nothing at all.
-var drinks = map[string]string{
+var manifests = map[string]string{
 	"empty spec": `apiVersion: example.com/v1
 kind: Drink
 metadata:
@@ -71,7 +71,7 @@ spec:
 // TestRoundTripEveryPair converts each Drink to version a, then to b, then
 // back to a and to v1: every step must give back what it started from.
 func TestRoundTripEveryPair(t *testing.T) {
-	for name, hub := range drinks {
+	for name, hub := range manifests {
 		for _, a := range Versions() {
 			for _, b := range Versions() {
 				t.Run(name+"/"+a+"->"+b, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestRoundTripEveryPair(t *testing.T) {
 // them in the conversion-data annotation, and nothing else of the spec is
 // dropped or renamed wrongly.
 func TestSpokeKeepsLostFieldsInAnnotation(t *testing.T) {
-	out := string(mustConvert(t, []byte(drinks["every field"]), "v1alpha1"))
+	out := string(mustConvert(t, []byte(manifests["every field"]), "v1alpha1"))
 	for _, want := range []string{"apiVersion: example.com/v1alpha1", "name: Flat white", "drink: coffee", "example.com/conversion-data:", "oat milk", `"size":"Large"`, `"sugarCubes":2`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("v1alpha1 output lacks %q:\n%s", want, out)
@@ -109,7 +109,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown field", "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: x}\nspec: {name: a, drink: b, extras: [c]}\n", "v1", `unknown field "extras"`},
 		{"not a Drink", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "v1", `kind "ConfigMap": only Drinks`},
 		{"unknown version", "apiVersion: example.com/v2\nkind: Drink\nmetadata: {name: x}\n", "v1", `apiVersion "example.com/v2"`},
-		{"unknown target", drinks["empty spec"], "v2", `--to "v2": must be one of`},
+		{"unknown target", manifests["empty spec"], "v2", `--to "v2": must be one of`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Document([]byte(tc.doc), tc.to)
@@ -123,7 +123,7 @@ func TestRefusals(t *testing.T) {
 // TestStream: documents in, documents out, in order, comments-only
 // documents skipped, and the document's number in an error.
 func TestStream(t *testing.T) {
-	in := drinks["course form"] + "---\n# only a comment\n---\n" + drinks["every field"]
+	in := manifests["course form"] + "---\n# only a comment\n---\n" + manifests["every field"]
 	var out bytes.Buffer
 	first := true
 	if err := Stream(&out, strings.NewReader(in), "stdin", "v1beta1", &first); err != nil {
@@ -145,7 +145,7 @@ func TestList(t *testing.T) {
 	l := "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n"
 	for _, name := range []string{"course form", "every field"} {
 		var m map[string]any
-		if err := yaml.Unmarshal([]byte(drinks[name]), &m); err != nil {
+		if err := yaml.Unmarshal([]byte(manifests[name]), &m); err != nil {
 			t.Fatal(err)
 		}
 		item, err := yaml.Marshal([]any{m})
