@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/example/myoperator/internal/version"
+	"github.com/example/myoperator/hack/releases"
 )
 
 // FallbackVersion is the bundle version while RELEASES.md does not exist
@@ -24,18 +24,18 @@ const ReleasesDir = "releases"
 // Version is a release version X.Y.Z or X.Y.Z-rc.N: the release record's
 // (package version), which also parses and orders it; the bundle writes it
 // without the "v" of a tag.
-type Version version.Semver
+type Version releases.Semver
 
 // ParseVersion reads "X.Y.Z" or "vX.Y.Z".
 func ParseVersion(s string) (Version, error) {
-	v, err := version.ParseSemver(s)
+	v, err := releases.ParseSemver(s)
 	return Version(v), err
 }
 
-func (v Version) String() string { return strings.TrimPrefix(version.Semver(v).String(), "v") }
+func (v Version) String() string { return strings.TrimPrefix(releases.Semver(v).String(), "v") }
 
 // Compare orders versions: negative when v is older than w.
-func (v Version) Compare(w Version) int { return version.Semver(v).Compare(version.Semver(w)) }
+func (v Version) Compare(w Version) int { return releases.Semver(v).Compare(releases.Semver(w)) }
 
 // CSVName is the ClusterServiceVersion's name for v, which replaces names.
 func (v Version) CSVName() string { return PackageName + ".v" + v.String() }
@@ -44,7 +44,7 @@ func (v Version) CSVName() string { return PackageName + ".v" + v.String() }
 // (RELEASES.md, read by package version), or FallbackVersion when the file
 // does not exist.
 func CurrentVersion(releasesMD string) (Version, error) {
-	rec, err := version.ReadRecord(releasesMD)
+	rec, err := releases.ReadRecord(releasesMD)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ParseVersion(FallbackVersion)
 	}

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/myoperator/internal/version"
+	"github.com/example/myoperator/hack/releases"
 )
 
 func main() {
@@ -40,7 +40,7 @@ func run() error {
 	if *cut != "" {
 		return cutRelease(*path, *cut, *date, *dryRun)
 	}
-	rec, err := version.ReadRecord(*path)
+	rec, err := releases.ReadRecord(*path)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(version.Describe(latest, tree))
+	fmt.Println(releases.Describe(latest, tree))
 	return nil
 }
 
@@ -69,7 +69,7 @@ func cutRelease(path, v, date string, dryRun bool) error {
 	if err != nil {
 		return err
 	}
-	out, r, err := version.Cut(string(raw), v, date, head)
+	out, r, err := releases.Cut(string(raw), v, date, head)
 	if err != nil {
 		return err
 	}
@@ -85,8 +85,8 @@ func cutRelease(path, v, date string, dryRun bool) error {
 }
 
 // inspect asks git where HEAD stands relative to the release commit.
-func inspect(release string) (version.Tree, error) {
-	t := version.Tree{Since: -1}
+func inspect(release string) (releases.Tree, error) {
+	t := releases.Tree{Since: -1}
 	var err error
 	if t.Head, err = git("rev-parse", "HEAD"); err != nil {
 		return t, err

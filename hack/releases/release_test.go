@@ -1,4 +1,4 @@
-package version_test
+package releases_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/myoperator/internal/version"
+	"github.com/example/myoperator/hack/releases"
 )
 
 // TestMakeRelease runs make release in a clone of the repository's HEAD, so
@@ -54,7 +54,7 @@ func TestMakeRelease(t *testing.T) {
 		}
 	}
 	record := filepath.Join(clone, "RELEASES.md")
-	rec, err := version.ReadRecord(record)
+	rec, err := releases.ReadRecord(record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +80,13 @@ func TestMakeRelease(t *testing.T) {
 	}
 	newest, _ := rec.Newest()
 	// The first candidate of the next minor release, then that release.
-	final := version.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor + 1}
+	final := releases.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor + 1}
 	next := final
 	next.Pre = "rc.1"
 	// A version below the newest that no release has (x.y.999 is never cut).
-	older := version.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor - 1, Patch: 999}
+	older := releases.Semver{Major: newest.Version.Major, Minor: newest.Version.Minor - 1, Patch: 999}
 	if newest.Version.Minor == 0 {
-		older = version.Semver{Major: newest.Version.Major - 1, Minor: 999, Patch: 999}
+		older = releases.Semver{Major: newest.Version.Major - 1, Minor: 999, Patch: 999}
 	}
 
 	for _, refused := range []struct{ version, message string }{
@@ -156,7 +156,7 @@ func TestMakeRelease(t *testing.T) {
 	if !strings.Contains(out, "git tag -a "+next.String()+" "+head) {
 		t.Errorf("make release does not print the tag command for %s at %s:\n%s", next, head, out)
 	}
-	rec, err = version.ReadRecord(record)
+	rec, err = releases.ReadRecord(record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestMakeRelease(t *testing.T) {
 	if out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(final.String(), "v"), "RELEASE_IMAGES=0"); err != nil {
 		t.Fatalf("make release VERSION=%s: %v\n%s", final, err, out)
 	}
-	rec, err = version.ReadRecord(record)
+	rec, err = releases.ReadRecord(record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestMakeRelease(t *testing.T) {
 // without images (RELEASE_IMAGES=0): both install manifests naming the
 // release's image, the bundle, a CycloneDX SBOM of each binary, and
 // SHA256SUMS that hold for every file and list them all.
-func checkDist(t *testing.T, clone string, v version.Semver) {
+func checkDist(t *testing.T, clone string, v releases.Semver) {
 	t.Helper()
 	dist := filepath.Join(clone, "dist")
 	image := "image: ghcr.io/example/myoperator:" + v.String()

@@ -1,4 +1,4 @@
-package version
+package releases
 
 import (
 	"fmt"
