@@ -25,6 +25,8 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
+# deadcode (golang.org/x/tools) finds shipped code that no binary reaches.
+DEADCODE_VERSION ?= v0.52.0
 # Helm, built from helm.sh/helm/v4, for the chart's tests and make dist.
 HELM_VERSION ?= v4.3.1
 # cert-manager's version is the one hack/certmanager/go.mod requires (the
@@ -49,7 +51,10 @@ CERT_MANAGER := $(BIN)/cert-manager-$(CERT_MANAGER_VERSION)/cert-manager
 KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
+DEADCODE := $(BIN)/deadcode-$(DEADCODE_VERSION)
 KUBECTL ?= kubectl
+# The shipped packages: what the four binaries are built from.
+SHIPPED_RE := github.com/example/myoperator(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|kubectl-myoperator)(/.*)?)?$$
 # Every API server a target starts runs in this network namespace, which has
 # no route off the machine (see hack/netns.sh).
 NETNS ?= myoperator-test
@@ -135,7 +140,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 	hack/kube-score.sh $(KUBE_SCORE)
 
 .PHONY: verify
-verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, stale file references, long commit subjects.
+verify: $(DEADCODE) ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, shipped code no binary reaches, stale file references, long commit subjects.
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
 	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc
 	@hack/tree-digest.sh > $(BIN)/.verify-after
@@ -147,6 +152,8 @@ verify: ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped
 	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi
 	@# The shipped binaries link only the product's packages (hack/check-deps.sh).
 	@hack/check-deps.sh
+	@# Shipped code that none of the four binaries reaches (only tests or tooling would) is dead: delete it, or move a test's helper into its export_test.go.
+	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
 	@go run ./hack/checkrefs
 	@# Commit subjects of at most 72 characters, from the commit that added the check on.
@@ -599,6 +606,11 @@ $(HELM):
 	@echo "building helm $(HELM_VERSION) into bin/ (about 2.5 minutes when cold)"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/.tmp/helm $@
+
+$(DEADCODE):
+	@echo "installing deadcode $(DEADCODE_VERSION) into bin/"
+	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
+	mv $(BIN)/.tmp/deadcode $@
 
 $(KUBE_SCORE):
 	@echo "installing kube-score $(KUBE_SCORE_VERSION) into bin/ (about 1.5 minutes when cold)"

@@ -98,10 +98,3 @@ func (w *ownWrites) forget(key types.NamespacedName) {
 	defer w.mu.Unlock()
 	delete(w.m, key)
 }
-
-// len is the number of records held.
-func (w *ownWrites) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.m)
-}

@@ -75,3 +75,10 @@ func TestOwnWritesForgetAndSweep(t *testing.T) {
 		t.Error("the sweep dropped a fresh record")
 	}
 }
+
+// len is the number of records held.
+func (w *ownWrites) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}

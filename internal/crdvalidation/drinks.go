@@ -13,9 +13,6 @@ import (
 //go:embed example.com_drinks.yaml
 var drinksCRD []byte
 
-// DrinksCRD returns the generated Drink CRD that the binary was built with.
-func DrinksCRD() []byte { return drinksCRD }
-
 // DrinkHub returns the validator of the Drink hub version (the storage
 // version of drinksversions.Drinks), built once.
 var DrinkHub = sync.OnceValues(func() (*Validator, error) { return New(drinksCRD, drinksversions.Drinks.Hub().Name) })

@@ -76,10 +76,6 @@ func versionSchema(crd *apiextensionsv1.CustomResourceDefinition, version string
 	return nil, fmt.Errorf("CRD %s has no version %s", crd.Name, version)
 }
 
-// Structural is the structural schema the validator checks against, for
-// callers (tests) that walk its rules.
-func (v *Validator) Structural() *structuralschema.Structural { return v.structural }
-
 // Validate checks obj, a JSON-like object (map[string]any, as decoded into
 // an Unstructured). old is the stored object on update, nil on create: a
 // value equal to its old value is not checked again, so objects that were

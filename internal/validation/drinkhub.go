@@ -17,10 +17,10 @@ import (
 	"github.com/example/myoperator/internal/pause"
 )
 
-// ValidateDrinkHub checks a Drink written through any served version in its
-// hub (v1) form, the form it is stored in: every OpenAPI and CEL rule of the
-// generated v1 CRD (the API server checks only the version a client writes
-// in) and the rules the CRD cannot say (ValidateDrink).
+// ValidateHub checks a Drink written through any served version in its hub
+// (v1) form, the form it is stored in, against v's table: every OpenAPI and
+// CEL rule of the generated v1 CRD (the API server checks only the version a
+// client writes in) and the rules the CRD cannot say.
 //
 // old is the stored Drink on update, nil on create. As with the API server's
 // CRD validation ratcheting, a rule broken only by values that did not change
@@ -30,11 +30,6 @@ import (
 // requestVersion is the version the client wrote in. A value of a field that
 // version cannot hold came from the conversion-data annotation, and its error
 // says so.
-func ValidateDrinkHub(ctx context.Context, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
-	return DrinkValidator{}.ValidateHub(ctx, old, d, requestVersion)
-}
-
-// ValidateHub is ValidateDrinkHub against v's table.
 func (v DrinkValidator) ValidateHub(ctx context.Context, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
 	crd, err := crdvalidation.DrinkHub()
 	if err != nil {

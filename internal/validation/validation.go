@@ -34,15 +34,6 @@ type DrinkValidator struct {
 	Versions drinksversions.Table
 }
 
-// ValidateDrink checks a Drink (in its hub form) against the rules its CRD
-// cannot say. ValidateDrinkHub adds the CRD's rules and ratcheting.
-func ValidateDrink(d *drinksv1.Drink) field.ErrorList { return DrinkValidator{}.Validate(d) }
-
-// Validate is ValidateDrink against v's table.
-func (v DrinkValidator) Validate(d *drinksv1.Drink) field.ErrorList {
-	return v.validateRules(nil, d)
-}
-
 // checkNameIsLabel: the Drink's name becomes a label value on its ConfigMap,
 // so it must fit one.
 func checkNameIsLabel(d *drinksv1.Drink) field.ErrorList {
@@ -74,12 +65,9 @@ func (v DrinkValidator) checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList 
 		field.NewPath("metadata", "annotations").Key(drinksv1.AuthoredVersionAnnotation), authored, served)}
 }
 
-// DrinkWarnings are the deprecation warnings for a Drink written through an
-// older API version: each names the field and its v1 replacement.
-func DrinkWarnings(requestVersion string) []string { return DrinkValidator{}.Warnings(requestVersion) }
-
-// Warnings is DrinkWarnings from v's table: a deprecated version says so,
-// and each field that the hub names otherwise names its replacement.
+// Warnings are the deprecation warnings for a Drink written through an
+// older API version, from v's table: a deprecated version says so, and each
+// field that the hub names otherwise names its v1 replacement.
 func (v DrinkValidator) Warnings(requestVersion string) []string {
 	t := v.versions()
 	version, ok := t.Lookup(requestVersion)

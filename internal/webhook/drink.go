@@ -65,8 +65,10 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 	return nil
 }
 
-// DefaultDrink defaults d as written through requestVersion, old being the
-// stored object on update (nil on create). It is idempotent.
+// DefaultDrinkIn defaults d as written through requestVersion, old being the
+// stored object on update (nil on create), with the table of versions t
+// (empty means drinksversions.Drinks), which says what requestVersion cannot
+// express. It is idempotent.
 //
 //   - Fields the request version cannot express are kept from old: a client
 //     of an older version may drop the conversion-data annotation, and must
@@ -80,12 +82,6 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 //   - The authored-version annotation becomes requestVersion when the spec
 //     changes and is kept (or taken as written, for objects that never had
 //     one) when it does not.
-func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
-	DefaultDrinkIn(drinksversions.Drinks, d, old, requestVersion, defaultSize)
-}
-
-// DefaultDrinkIn is DefaultDrink with the table of versions t (empty means
-// drinksversions.Drinks), which says what requestVersion cannot express.
 func DefaultDrinkIn(t drinksversions.Table, d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
 	var oldSpec *drinksv1.DrinkSpec
 	if old != nil {

@@ -4,16 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/apis/drinks/conversion"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
-	"github.com/example/myoperator/internal/crdvalidation"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
 // ruleCase is a v1 spec that breaks one rule of the v1 schema.
@@ -71,11 +75,7 @@ func validItem(i int) string { return fmt.Sprintf("x%d", i) }
 // conversion carries them) and expects a 422 that names the field, with
 // nothing stored.
 func TestV1RulesThroughOlderVersions(t *testing.T) {
-	v, err := crdvalidation.DrinkHub()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := v.Structural().Properties["spec"]
+	spec := hubSchema(t).Properties["spec"]
 	cases := specRuleCases(t, &spec)
 	if len(cases) < 10 {
 		t.Fatalf("only %d rules found in the v1 spec schema", len(cases))
@@ -84,7 +84,7 @@ func TestV1RulesThroughOlderVersions(t *testing.T) {
 	for _, version := range []string{"v1alpha1", "v1beta1"} {
 		for i, tc := range cases {
 			t.Run(version+"/"+tc.rule, func(t *testing.T) {
-				if v, ok := tc.spec[tc.top].(string); ok && v == "" && slices.Contains(conversion.HubOnlyFields(version), tc.top) {
+				if v, ok := tc.spec[tc.top].(string); ok && v == "" && slices.Contains(drinksversions.Drinks.HubOnly(version), tc.top) {
 					// The conversion data holds v1's string fields with
 					// omitempty: an empty one there is no value at all.
 					t.Skip("an empty string kept in the conversion data is an absent field: nothing to refuse")
@@ -112,7 +112,7 @@ func throughVersion(t *testing.T, version string, tc ruleCase) (map[string]any, 
 	// name and drink share their names with the older versions' own).
 	spec := maps.Clone(tc.spec)
 	kept := map[string]any{}
-	for _, f := range conversion.HubOnlyFields(version) {
+	for _, f := range drinksversions.Drinks.HubOnly(version) {
 		if val, ok := spec[f]; ok {
 			kept[f] = val
 			delete(spec, f)
@@ -129,7 +129,7 @@ func throughVersion(t *testing.T, version string, tc ruleCase) (map[string]any, 
 	if len(kept) > 0 {
 		obj["metadata"] = map[string]any{"annotations": map[string]string{drinksv1.ConversionDataAnnotation: string(data)}}
 	}
-	if slices.Contains(conversion.HubOnlyFields(version), tc.top) {
+	if slices.Contains(drinksversions.Drinks.HubOnly(version), tc.top) {
 		if err := json.Unmarshal(data, &drinksv1.DrinkSpec{}); err != nil {
 			// A value the v1 type cannot hold cannot be conversion data:
 			// the annotation is rejected, naming the field it holds.
@@ -262,4 +262,34 @@ func breakPattern(t *testing.T, where, pattern string) string {
 	}
 	t.Errorf("%s: no candidate string breaks pattern %q; add one", where, pattern)
 	return ""
+}
+
+// hubSchema is the structural schema of the hub version of the Drink CRD that
+// the webhook embeds (internal/crdvalidation's copy of config/crd).
+func hubSchema(t *testing.T) *structuralschema.Structural {
+	t.Helper()
+	raw, err := os.ReadFile("../crdvalidation/example.com_drinks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != drinksversions.Drinks.Hub().Name {
+			continue
+		}
+		props := &apiextensions.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, props, nil); err != nil {
+			t.Fatal(err)
+		}
+		s, err := structuralschema.NewStructural(props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Fatalf("the embedded CRD has no version %s", drinksversions.Drinks.Hub().Name)
+	return nil
 }

@@ -9,11 +9,6 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
-// HubOnlyFields returns the v1 spec fields (JSON names) that version cannot
-// hold, whose values travel in ConversionDataAnnotation; none for v1. The
-// table of versions (drinksversions.Drinks) says which they are.
-func HubOnlyFields(version string) []string { return drinksversions.Drinks.HubOnly(version) }
-
 // PassThrough moves a Drink that cannot be converted (a value of the wrong
 // type, conversion data that does not decode) to desiredAPIVersion without
 // interpreting it: apiVersion changes and spec fields take their names in

@@ -63,7 +63,7 @@ func TestPassThroughNamesMatchConversion(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := maps.Clone(hubSpec)
-			for _, f := range conversion.HubOnlyFields(tc.version) {
+			for _, f := range drinksversions.Drinks.HubOnly(tc.version) {
 				delete(want, f)
 			}
 			if diff := cmp.Diff(want, obj["spec"]); diff != "" || obj["apiVersion"] != "example.com/v1" {
@@ -77,7 +77,7 @@ func TestPassThroughNamesMatchConversion(t *testing.T) {
 			}
 			got := obj["spec"].(map[string]any)
 			spoke, _ := drinksversions.Drinks.Lookup(tc.version)
-			for _, f := range conversion.HubOnlyFields(tc.version) {
+			for _, f := range drinksversions.Drinks.HubOnly(tc.version) {
 				if !slices.Contains(spoke.Fields, f) { // the hub's course fields have made way for the spoke's own
 					delete(got, f)
 				}
@@ -159,7 +159,7 @@ func TestHubOnlyFields(t *testing.T) {
 		version string
 		kept    []string
 	}{{"v1alpha1", keys(alpha)}, {"v1beta1", keys(beta)}, {"v1", nil}} {
-		got := conversion.HubOnlyFields(tc.version)
+		got := drinksversions.Drinks.HubOnly(tc.version)
 		slices.Sort(got)
 		if !slices.Equal(got, tc.kept) {
 			t.Errorf("HubOnlyFields(%s) = %v, conversion keeps %v", tc.version, got, tc.kept)

@@ -1,0 +1,4 @@
+package crdvalidation
+
+// DrinksCRD returns the generated Drink CRD that the binary was built with.
+func DrinksCRD() []byte { return drinksCRD }

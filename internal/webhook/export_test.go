@@ -1,0 +1,11 @@
+package webhook
+
+import (
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+)
+
+// DefaultDrink is DefaultDrinkIn with the built-in table of versions.
+func DefaultDrink(d, old *drinksv1.Drink, requestVersion string, defaultSize func() drinksv1.Size) {
+	DefaultDrinkIn(drinksversions.Drinks, d, old, requestVersion, defaultSize)
+}
