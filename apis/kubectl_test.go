@@ -27,6 +27,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // These tests run the kubectl commands of the course against the real API
@@ -486,7 +487,7 @@ func TestKubectlSamplesKeepConfig(t *testing.T) {
 	setLogLevel(t, oc, operatorv1alpha1.LogError)
 	edited := oc.ResourceVersion
 
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const testNamespace = "default"
@@ -33,7 +33,7 @@ func decode(t *testing.T, doc string) *unstructured.Unstructured {
 // version, the OperatorConfig example and the course's Drink, is accepted
 // by the API server and reads back.
 func TestSamplesAccepted(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // otherImage is compiled into the test's bootstrap binary as the Guestbook
@@ -27,7 +28,7 @@ const otherImage = "registry.invalid/compiled-in:v0"
 // with otherImage as its compiled-in Guestbook default.
 func buildBootstrap(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

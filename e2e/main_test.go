@@ -32,6 +32,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/podrunner"
 )
 
@@ -85,7 +86,7 @@ var (
 func TestMain(m *testing.M) {
 	start := time.Now()
 	var err error
-	if root, err = testenv.RepoRoot(); err != nil {
+	if root, err = testutil.FindRepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

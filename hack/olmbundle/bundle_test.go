@@ -14,7 +14,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/hack/olmbundle"
 	"github.com/example/myoperator/test/framework/manifests"
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 func readYAML(t *testing.T, path string) map[string]any {
@@ -35,7 +35,7 @@ func readYAML(t *testing.T, path string) map[string]any {
 // (conversion included), the same image, Deployment and RBAC (less what
 // OLM does itself), and its place in the upgrade graph.
 func TestBundleMatchesConfig(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

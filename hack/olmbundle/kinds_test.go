@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // olmKinds are the kinds OLM installs from a bundle besides the CSV and
@@ -27,7 +27,7 @@ var olmKinds = map[string]bool{
 // ValidatingAdmissionPolicy): the bundle leaves them out, and an admin who
 // installs through OLM applies them apart.
 func TestBundleKindsOLMInstalls(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/example/myoperator/hack/olmbundle"
 	"github.com/example/myoperator/test/framework/manifests"
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestBundlePodDisruptionBudget: an OLM install keeps a manager replica
@@ -17,7 +17,7 @@ import (
 // PodDisruptionBudgets with the same spec and no namespace (OLM installs it
 // into the operator's).
 func TestBundlePodDisruptionBudget(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

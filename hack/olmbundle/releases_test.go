@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/myoperator/hack/olmbundle"
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 func versions(t *testing.T, ss ...string) []olmbundle.Version {
@@ -117,7 +117,7 @@ func TestReleaseCandidateInTheGraph(t *testing.T) {
 // (make bundle-release VERSION=0.2.0), checks its CSV's place in the graph,
 // and that a second run refuses to rewrite it.
 func TestWriteRelease(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestWriteRelease(t *testing.T) {
 // TestReleaseV010Frozen: bundle/releases/v0.1.0 is, byte for byte, the
 // bundle the release commit 7a934a4 generated.
 func TestReleaseV010Frozen(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,6 +22,7 @@ import (
 	"github.com/example/myoperator/internal/logging"
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const operatorNS = "myoperator-system"
@@ -46,7 +44,7 @@ func TestCertificateRotation(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}}); err != nil {
 		t.Fatal(err)
 	}
-	probe := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
+	probe := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,
@@ -114,42 +112,6 @@ func TestCertificateRotation(t *testing.T) {
 	if len(fingerprints) < 2 {
 		t.Errorf("the serving certificate never rotated (%d certificate seen)", len(fingerprints))
 	}
-}
-
-// freeAddr is a free address on loopback.
-//
-// avoid lists ports handed out the same way before and not yet bound, such
-// as envtest's webhook port: the kernel may offer a closed port again, and
-// a test that then binds both fails with "address already in use".
-func freeAddr(t *testing.T, avoid ...int) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().(*net.TCPAddr)
-		_ = l.Close()
-		if !slices.Contains(avoid, addr.Port) {
-			return addr.String()
-		}
-	}
-	t.Fatalf("no free port on loopback other than %v", avoid)
-	return ""
-}
-
-// freePort is a free port on loopback.
-func freePort(t *testing.T) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func ready(addr string) bool {

@@ -27,6 +27,7 @@ import (
 	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/reconcile"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/reliability"
 )
 
@@ -51,7 +52,7 @@ func (r *replicas) start(t *testing.T) {
 		// certificate; the API server calls the first's.
 		port := wo.LocalServingPort
 		if i == 1 {
-			port = freePort(t)
+			port = testutil.FreePort(t)
 		}
 		o := app.InProcess(app.Options{
 			Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0",

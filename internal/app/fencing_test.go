@@ -32,6 +32,7 @@ import (
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/shardaudit"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/reliability"
 )
 
@@ -433,7 +434,7 @@ func pauseLeader(ctx context.Context, t *testing.T, bin string, kubeconfigs map[
 		if auditPod(e) == survivor.pod && byFence(e) {
 			tr.holderDenied++
 		}
-		if auditPod(e) != leader.pod || !isWrite(e.Verb) || !e.StageTimestamp.After(tr.takeoverAt) ||
+		if auditPod(e) != leader.pod || !testutil.IsWriteVerb(e.Verb) || !e.StageTimestamp.After(tr.takeoverAt) ||
 			(e.ObjectRef != nil && e.ObjectRef.Resource == "leases") {
 			continue
 		}
@@ -495,14 +496,6 @@ func auditPod(e auditv1.Event) string {
 		return v[0]
 	}
 	return ""
-}
-
-func isWrite(verb string) bool {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
 }
 
 // byResource counts events by verb and resource.

@@ -20,6 +20,7 @@ import (
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/certstest"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestIssuedCertificate: with the certificate issued by someone else
@@ -43,7 +44,7 @@ func TestIssuedCertificate(t *testing.T) {
 	}
 	injectCA(ctx, t, c, ca.PEM)
 
-	probe, certDir := freeAddr(t, env.WebhookInstallOptions.LocalServingPort), t.TempDir()
+	probe, certDir := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort), t.TempDir()
 	wo := env.WebhookInstallOptions
 	mgr, err := app.New(cfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: probe,

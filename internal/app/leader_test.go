@@ -21,6 +21,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/test/framework/certstest"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // lockedBuffer collects a process's output while it runs.
@@ -171,7 +172,7 @@ func ownWebhookArgs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return []string{
-		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(freePort(t)),
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(testutil.FreePort(t)),
 		"--manage-webhook-certs=false", "--webhook-cert-secret=", "--webhook-cert-dir=" + dir,
 	}
 }

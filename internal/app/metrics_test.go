@@ -42,6 +42,7 @@ import (
 	"github.com/example/myoperator/internal/migrate"
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestManagedMetrics: every metric about what the operator manages, read
@@ -75,7 +76,7 @@ func TestManagedMetrics(t *testing.T) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	wo := env.WebhookInstallOptions
-	metricsAddr := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
+	metricsAddr := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	mgr, err := app.New(cfg, app.WithMigrationTuning(app.Options{
 		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
@@ -298,7 +299,7 @@ func checkMetricConventions(t *testing.T, families map[string]*dto.MetricFamily,
 // metric would pass them and never fire).
 func checkMonitoringUsesExported(t *testing.T, families map[string]*dto.MetricFamily) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestManagerWithItsOwnRBAC: the manager runs with a token of its
@@ -75,7 +76,7 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 
 	wo := env.WebhookInstallOptions
 	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
-	metricsAddr := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
+	metricsAddr := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 	mgr, err := app.New(saCfg, app.InProcess(app.Options{
 		Namespace: operatorNS, MetricsAddr: metricsAddr, SecureMetrics: true, ProbeAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),

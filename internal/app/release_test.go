@@ -17,6 +17,7 @@ import (
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // releaseDrain is the leader's webhook drain in TestLeaseReleasedBeforeDrain:
@@ -58,11 +59,11 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	}
 	t.Cleanup(cleanup)
 	start := func(name string, webhookPort int, extra ...string) *bench.Manager {
-		probe, err := bench.FreeLoopbackPort()
+		probe, err := testutil.FreeLoopbackPort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		metrics, err := bench.FreeLoopbackPort()
+		metrics, err := testutil.FreeLoopbackPort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +97,7 @@ func TestLeaseReleasedBeforeDrain(t *testing.T) {
 	// The standby serves its webhooks on a port of its own, with the same
 	// certificate Secret: the API server calls the leader's, which must
 	// keep answering through its drain.
-	standbyPort, err := bench.FreeLoopbackPort()
+	standbyPort, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}

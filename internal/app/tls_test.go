@@ -12,6 +12,7 @@ import (
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestServingProtocols: the webhook and secure metrics servers of the
@@ -35,7 +36,7 @@ func TestServingProtocols(t *testing.T) {
 			env, cfg, _ := testenv.Start(t, testenv.Options{Webhooks: true})
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
-			metrics := freeAddr(t, env.WebhookInstallOptions.LocalServingPort)
+			metrics := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort)
 			if err := testenv.StartManager(ctx, env, cfg, app.InProcess(app.Options{
 				EnableHTTP2: c.enableHTTP2, MetricsAddr: metrics, SecureMetrics: true,
 			})); err != nil {

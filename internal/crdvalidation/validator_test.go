@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/example/myoperator/internal/crdvalidation"
-	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestEmbeddedCRDIsGenerated: the embedded copy is the generated CRD, so the
 // webhook checks the rules the API server has (make manifests writes it,
 // make verify also catches a stale copy).
 func TestEmbeddedCRDIsGenerated(t *testing.T) {
-	root, err := manifests.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/opconfig"
-	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const operatorNS = "myoperator-system"
@@ -144,7 +144,7 @@ func TestRecordConfigMapRoundTrip(t *testing.T) {
 // next write, and the operator could no longer tell it from a user's
 // choice, so a default a later release changes would never reach it.
 func TestCRDWritesNoDefaults(t *testing.T) {
-	root, err := manifests.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

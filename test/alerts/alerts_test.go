@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const (
@@ -77,15 +78,6 @@ func rendered(t *testing.T) []*unstructured.Unstructured {
 	return objs
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := manifests.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // theRules returns the spec of the one PrometheusRule of the overlay.
 func theRules(t *testing.T) (ruleFile, []byte) {
 	t.Helper()
@@ -128,7 +120,7 @@ func alerts(t *testing.T) []rule {
 // testFiles returns config/prometheus/tests/*.yaml, parsed, by file name.
 func testFiles(t *testing.T) map[string]unitTests {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(repoRoot(t), testsDir, "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(testutil.RepoRoot(t), testsDir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no unit test file in %s (%v)", testsDir, err)
 	}
@@ -260,7 +252,7 @@ func TestPromtool(t *testing.T) {
 			if !slices.Equal(ut.RuleFiles, []string{"rules.yaml"}) {
 				t.Fatalf("rule_files: %v, want [rules.yaml] (the extracted PrometheusRule)", ut.RuleFiles)
 			}
-			data, err := os.ReadFile(filepath.Join(repoRoot(t), testsDir, name))
+			data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), testsDir, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +311,7 @@ func TestEveryAlertTested(t *testing.T) {
 // runbook_url whose page exists in docs/runbooks; every page there belongs
 // to an alert and is listed in its README.md.
 func TestRunbooks(t *testing.T) {
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, runbooksDir, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +393,7 @@ type panelExpr struct{ panel, expr string }
 // dashboardExprs parses dashboard.json and returns its panels' queries.
 func dashboardExprs(t *testing.T) []panelExpr {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), component, "dashboard.json"))
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), component, "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

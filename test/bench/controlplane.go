@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,50 +192,6 @@ func (cp *ControlPlane) StartServers() error {
 		return fmt.Errorf("restarting kube-apiserver: %w", err)
 	}
 	return nil
-}
-
-// FreeLoopbackPort is a port on 127.0.0.1 that nothing listens on right
-// now, for a manager's metrics, probes or pprof (ManagerOptions) when
-// several tests or runs share the machine. It is taken below the kernel's
-// ephemeral range (ip_local_port_range): a port from that range, free when
-// picked, is also the source port the kernel gives the next outgoing
-// connections, and a manager restarted on it after an API server restart
-// (whose reconnections take many) failed to listen: "bind: address
-// already in use".
-func FreeLoopbackPort() (int, error) {
-	low := ephemeralLow()
-	for range 100 {
-		port := reservedFloor + rand.IntN(low-reservedFloor)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // taken
-		}
-		_ = l.Close()
-		return port, nil
-	}
-	return 0, fmt.Errorf("no free port on 127.0.0.1 between %d and %d after 100 tries", reservedFloor, low)
-}
-
-// reservedFloor is the lowest port FreeLoopbackPort picks: above the
-// well-known and the usual registered ports of local services.
-const reservedFloor = 20000
-
-// ephemeralLow is the first port of the kernel's ephemeral range, 32768
-// (Linux's default) when it cannot be read or leaves too little below it.
-func ephemeralLow() int {
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	fields := strings.Fields(string(data))
-	if len(fields) == 0 {
-		return 32768
-	}
-	low, err := strconv.Atoi(fields[0])
-	if err != nil || low < reservedFloor+1000 {
-		return 32768
-	}
-	return low
 }
 
 // Stop stops the API server and etcd and removes their data.

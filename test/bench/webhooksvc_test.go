@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // echoName listens on loopback and answers each connection with name.
@@ -45,7 +47,7 @@ func TestWebhookServiceSendsToTheReplicasAdded(t *testing.T) {
 	defer stopA()
 	b, stopB := echoName(t, "b")
 	defer stopB()
-	port, err := FreeLoopbackPort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestWebhookServiceForgetsAnEarlierRunsConnections(t *testing.T) {
 	}
 	var ports [3]int // the Service's, the client's source and the gone replica's
 	for i := range ports {
-		p, err := FreeLoopbackPort()
+		p, err := testutil.FreeLoopbackPort()
 		if err != nil {
 			t.Fatal(err)
 		}

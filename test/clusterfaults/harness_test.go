@@ -10,6 +10,7 @@ import (
 
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // managerBinaryEnv names a manager binary to run instead of building the
@@ -32,7 +33,7 @@ func startPlane(ctx context.Context, t *testing.T, po bench.PlaneOptions, leader
 	t.Helper()
 	// envtest logs through controller-runtime; the test reports on its own.
 	ctrllog.SetLogger(logr.Discard())
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +46,8 @@ func startPlane(ctx context.Context, t *testing.T, po bench.PlaneOptions, leader
 	t.Cleanup(cp.Stop)
 	return &plane{cp: cp, dir: dir, opts: bench.ManagerOptions{
 		Binary: bin, Kubeconfig: cp.Kubeconfig, LogFile: filepath.Join(dir, "manager.log"),
-		MetricsPort: freePort(t), ProbePort: freePort(t), PprofPort: freePort(t),
+		MetricsPort: testutil.FreePort(t), ProbePort: testutil.FreePort(t), PprofPort: testutil.FreePort(t),
 		MaxConcurrentReconciles: 16, // main's default
 		LeaderElect:             leaderElect,
 	}}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := bench.FreeLoopbackPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }

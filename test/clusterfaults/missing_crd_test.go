@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/reliability"
 )
 
@@ -30,7 +31,7 @@ func TestManagerWaitsForItsCRDs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	p := startPlane(ctx, t, bench.PlaneOptions{}, false)
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

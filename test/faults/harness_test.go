@@ -23,6 +23,7 @@ import (
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const (
@@ -111,7 +112,7 @@ func newHarness(t *testing.T) *harness {
 // start starts a fresh manager process (the lock held).
 func (h *harness) startLocked() {
 	h.starts++
-	probe, err := bench.FreeLoopbackPort()
+	probe, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		h.t.Error(err)
 		return

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // decoder reads the protobuf bodies of built-in types.
@@ -233,7 +235,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
-	if isWrite(r.Method) {
+	if testutil.IsWriteMethod(r.Method) {
 		p.serveWrite(w, r, body)
 		return
 	}
@@ -568,14 +570,6 @@ func (f flushWriter) Write(b []byte) (int, error) {
 		f.f.Flush()
 	}
 	return n, err
-}
-
-func isWrite(method string) bool {
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
 }
 
 // listKey names what a list or watch lists: its path, selectors and the

@@ -20,6 +20,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 var crds = []string{"drinks.example.com", "guestbooks.webapp.my.domain", "operatorconfigs.operator.example.com"}
@@ -185,7 +186,7 @@ func run(t *testing.T, kubeconfig string, args ...string) (string, error) {
 // started by make (make test) must not inherit the outer make's flags.
 func runStdin(t *testing.T, kubeconfig, stdin string, args ...string) (string, error) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

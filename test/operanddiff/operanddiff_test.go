@@ -2,8 +2,6 @@ package operanddiff
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // guestbookStatefulSet is a Guestbook's StatefulSet as the previous
@@ -353,7 +353,7 @@ func TestParseAnnouncements(t *testing.T) {
 // test does: an upgrade from v0.2.0 may change exactly the Guestbook
 // StatefulSet's paths it names.
 func TestReleaseRecord(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "RELEASES.md"))
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "RELEASES.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,24 +376,5 @@ func TestReleaseRecord(t *testing.T) {
 		if !slices.Contains(statefulSet, want) {
 			t.Errorf("RELEASES.md announces for StatefulSets %q, want %q among them", statefulSet, want)
 		}
-	}
-}
-
-// repoRoot is the directory of go.mod above the test's directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, err := os.Stat(filepath.Join(dir, "go.mod"))
-		if err == nil {
-			return dir
-		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod above the test: %v", err)
-		}
-		dir = filepath.Dir(dir)
 	}
 }

@@ -8,17 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func run(t *testing.T, env []string, name string, args ...string) (string, int) {
 	t.Helper()
@@ -41,7 +32,7 @@ func run(t *testing.T, env []string, name string, args ...string) (string, int) 
 // path, or whose commit is not a hash, is refused before anything is
 // removed.
 func TestPreviousReleaseChecksItsInput(t *testing.T) {
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +71,7 @@ func TestNodeStateFolderPrivate(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("node.sh runs as root; the foreign owner needs chown")
 	}
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	script := filepath.Join(root, "hack", "node", "node.sh")
 	dir := t.TempDir()
 	elsewhere := filepath.Join(dir, "elsewhere")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // enableEnv turns TestMakeRun on; make test-make-run sets it. The test starts
@@ -50,7 +50,7 @@ func TestMakeRun(t *testing.T) {
 	if os.Getenv(enableEnv) == "" {
 		t.Skipf("set %s=1 inside the network namespace, or run make test-make-run", enableEnv)
 	}
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestMakeRun(t *testing.T) {
 	// Ports of their own, in case another test in this network namespace
 	// holds the defaults (9443, 8081).
 	// A port closed by freePort may be offered again: never the same two.
-	webhookPort, probePort := freePort(t), freePort(t)
+	webhookPort, probePort := testutil.FreePort(t), testutil.FreePort(t)
 	for probePort == webhookPort {
-		probePort = freePort(t)
+		probePort = testutil.FreePort(t)
 	}
 	vars := []string{fmt.Sprintf("RUN_WEBHOOK_PORT=%d", webhookPort), fmt.Sprintf("RUN_PROBE_ADDR=127.0.0.1:%d", probePort)}
 
@@ -204,16 +204,6 @@ func command(dir string, env []string, name string, args ...string) ([]byte, err
 	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Env = dir, env
 	return cmd.CombinedOutput()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // makeRun is `make run` running in the background in a process group of its

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // Render renders a kustomization under config/ into objects, in order.
@@ -48,29 +49,10 @@ func OfKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 	return out
 }
 
-// RepoRoot returns the directory that holds go.mod, found from the working
-// directory upwards (tests and the bundle generator run inside the repo).
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("manifests: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // Kustomize renders a kustomization under config/ (for example "config/crd")
 // with kubectl's built-in kustomize and returns its documents.
 func Kustomize(dir string) ([][]byte, error) {
-	root, err := RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // TestServerSideDryRun: everything `kubectl kustomize config/default`
@@ -46,7 +47,7 @@ func TestServerSideDryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := testenv.RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // RenderWithComponents renders a kustomization under config/ (for example
@@ -14,7 +16,7 @@ import (
 // "config/network-policy"), the way a user's overlay would, through a
 // throw-away overlay outside the repository.
 func RenderWithComponents(base string, components ...string) ([]*unstructured.Unstructured, error) {
-	root, err := RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/example/myoperator/internal/shard"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // podNameExtra is where the API server puts the pod of a bound token.
@@ -129,7 +129,7 @@ func Replay(events []auditv1.Event, operatorNamespace, namespace string, uids ma
 	changes := make([][]holderChange, shard.Buckets)
 	for _, e := range events {
 		r := e.ObjectRef
-		if r == nil || r.Resource != "leases" || r.Namespace != operatorNamespace || !isWrite(e.Verb) || !admitted(e) {
+		if r == nil || r.Resource != "leases" || r.Namespace != operatorNamespace || !testutil.IsWriteVerb(e.Verb) || !admitted(e) {
 			continue
 		}
 		b, ok := bucketOfLease(r.Name)
@@ -161,7 +161,7 @@ func Replay(events []auditv1.Event, operatorNamespace, namespace string, uids ma
 	for _, e := range events {
 		r := e.ObjectRef
 		pod := podOf(e)
-		if r == nil || pod == "" || r.Namespace != namespace || !isWrite(e.Verb) || !fenced(r) {
+		if r == nil || pod == "" || r.Namespace != namespace || !testutil.IsWriteVerb(e.Verb) || !fenced(r) {
 			continue
 		}
 		uid, ok := uids[r.Name]
@@ -209,12 +209,4 @@ func podOf(e auditv1.Event) string {
 		return v[0]
 	}
 	return ""
-}
-
-func isWrite(verb string) bool {
-	switch strings.ToLower(verb) {
-	case "create", "update", "patch", "delete":
-		return true
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // Start starts an environment for one test (see New), stops it when the
@@ -100,7 +101,7 @@ func InParallel(n, workers int, f func(i int) error) []error {
 // course gives it (config/samples/course/example-drink.yaml).
 func CourseDrink(t testing.TB) string {
 	t.Helper()
-	root, err := RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

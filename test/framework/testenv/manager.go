@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/example/myoperator/internal/app"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // StartManager starts the operator's manager (app.New) in this process
@@ -55,7 +56,7 @@ func ManagerBinary(t testing.TB, override string) string {
 			return bin
 		}
 	}
-	root, err := RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/manifests"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // KubeVersion is the Kubernetes version the project builds and tests against
@@ -23,15 +24,12 @@ import (
 // BinaryDir prefers.
 const KubeVersion = "v1.37.2"
 
-// RepoRoot returns the directory that holds go.mod (manifests.RepoRoot).
-func RepoRoot() (string, error) { return manifests.RepoRoot() }
-
 // BinaryDir returns the folder holding the project-built etcd and
 // kube-apiserver: $KUBEBUILDER_ASSETS, or bin/k8s/<version> in the repo.
 func BinaryDir() (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
-		root, err := RepoRoot()
+		root, err := testutil.FindRepoRoot()
 		if err != nil {
 			return "", err
 		}
@@ -133,7 +131,7 @@ func New(opts Options) (*envtest.Environment, error) {
 // addWebhookConfigurations loads config/webhook, when it exists, into the
 // install options; envtest rewrites each clientConfig to the local server.
 func addWebhookConfigurations(o *envtest.WebhookInstallOptions) error {
-	root, err := RepoRoot()
+	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		return err
 	}

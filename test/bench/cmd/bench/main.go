@@ -21,6 +21,7 @@ import (
 
 	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/framework/testenv"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 func main() {
@@ -88,7 +89,7 @@ func run() error {
 	if cfg.Reconciles, err = bench.ParseInts(reconciles); err != nil {
 		return err
 	}
-	if cfg.Root, err = testenv.RepoRoot(); err != nil {
+	if cfg.Root, err = testutil.FindRepoRoot(); err != nil {
 		return err
 	}
 	cfg.Manager = filepath.Join(cfg.Root, cfg.Manager)
