@@ -142,7 +142,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 .PHONY: verify
 verify: $(DEADCODE) ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, shipped code no binary reaches, stale file references, long commit subjects.
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc
+	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc flag-doc
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
@@ -264,6 +264,10 @@ reliability: k8s-binaries ## Measure the fault suites behind docs/RELIABILITY.md
 	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) MYOPERATOR_LONG_FAULTS=1 \
 		go test -p 1 -count=1 -timeout 90m -v $(RELIABILITY_PACKAGES) -run '^($(RELIABILITY_TESTS))$$' 2>&1 | tee $(BIN)/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|reliability: saved'
 	@$(MAKE) --no-print-directory reliability-doc
+
+.PHONY: flag-doc
+flag-doc: ## Write the manager's flags into docs/configuration.md's table, from internal/managerflags (make verify checks it is current).
+	go run ./hack/flagdoc
 
 .PHONY: reliability-doc
 reliability-doc: ## Render docs/RELIABILITY.md from test/reliability/RELIABILITY.md.tmpl and the results files (make verify checks it is current).

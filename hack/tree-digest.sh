@@ -3,5 +3,5 @@
 # not), so that `make verify` can tell whether regeneration changed anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-git ls-files -z --cached --others --exclude-standard -- apis config bundle bundle.Dockerfile charts internal/crdvalidation docs/RELIABILITY.md \
+git ls-files -z --cached --others --exclude-standard -- apis config bundle bundle.Dockerfile charts internal/crdvalidation docs/RELIABILITY.md docs/configuration.md \
   | xargs -0 -r sha256sum 2>/dev/null | sort -k2
