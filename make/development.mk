@@ -1,0 +1,89 @@
+# Development: included by the Makefile, which defines the versions, paths and
+# shared variables these targets use (make help lists every target).
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), webhook configurations (config/webhook) and RBAC (config/rbac) from markers.
+	$(CONTROLLER_GEN) crd paths="./apis/..." output:crd:artifacts:config=config/crd/bases
+	@# The Drink webhook validates every version's writes against the v1 rules of this CRD, embedded in the binary.
+	cp config/crd/bases/example.com_drinks.yaml internal/crdvalidation/example.com_drinks.yaml
+	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
+	@# The packages with +kubebuilder:rbac markers, not ./...: controller-gen would also load the tools' own modules under
+	@# hack/, which need modules that make deploy (run offline by the e2e suite) may not have downloaded.
+	$(CONTROLLER_GEN) rbac:roleName=myoperator-manager-role paths="./internal/...;./reconcile/...;./bootstrap/..." output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*) for the APIs.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./apis/..."
+
+# The version of bundle/'s CSV; empty: the newest release of RELEASES.md
+# (0.1.0 until that file exists).
+BUNDLE_VERSION ?=
+
+.PHONY: chart
+chart: manifests ## Generate the Helm chart charts/myoperator from config/ (hack/helmchart): its default values render config/default.
+	go run ./hack/helmchart
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/, versioned as the newest release of RELEASES.md.
+	go run ./hack/bundle $(if $(BUNDLE_VERSION),--version $(BUNDLE_VERSION))
+
+.PHONY: bundle-release
+bundle-release: manifests ## Write the frozen OLM bundle of a new release into bundle/releases/vVERSION (VERSION=x.y.z or x.y.z-rc.n; refuses an existing one).
+	@# VERSION always has a value (the tree's, from hack/version): only one given to make names a release.
+	@case "$(origin VERSION)" in "command line"|environment) ;; *) echo "bundle-release: set VERSION=x.y.z or x.y.z-rc.n"; exit 1;; esac
+	go run ./hack/bundle --release $(VERSION)
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -s -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet on the code.
+	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tools' own modules (hack/olm-validate, hack/certmanager, hack/promtool, hack/registry).
+	$(GOLANGCI_LINT) run ./...
+	@# Modules of their own, which ./... does not reach.
+	cd hack/olm-validate && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd hack/certmanager && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd hack/promtool && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd hack/registry && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+
+.PHONY: kube-score
+kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy, config/namespace-scope) with kube-score; fail on any CRITICAL.
+	hack/kube-score.sh $(KUBE_SCORE)
+
+.PHONY: verify
+verify: $(DEADCODE) ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, shipped code no binary reaches, stale file references, long commit subjects.
+	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
+	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc flag-doc
+	@hack/tree-digest.sh > $(BIN)/.verify-after
+	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
+		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
+		echo "verify: generated files differed from their sources (now regenerated; review with git diff and commit)"; exit 1; fi
+	@gofmt -s -l $$(git ls-files '*.go') | (! grep .) || { echo "verify: gofmt -s would change the files above; run make fmt"; exit 1; }
+	@# make manifests reads RBAC markers from these packages only.
+	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi
+	@# The shipped binaries link only the product's packages (hack/check-deps.sh).
+	@hack/check-deps.sh
+	@# Shipped code that none of the four binaries reaches (only tests or tooling would) is dead: delete it, or move a test's helper into its export_test.go.
+	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
+	@# Every file a document or Go comment cites exists, and none cites an issue number.
+	@go run ./hack/checkrefs
+	@# Commit subjects of at most 72 characters, from the commit that added the check on.
+	@hack/check-commits.sh
+	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
+	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
+	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/certmanager && go mod tidy -diff >/dev/null || { echo "verify: hack/certmanager's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/promtool && go mod tidy -diff >/dev/null || { echo "verify: hack/promtool's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/registry && go mod tidy -diff >/dev/null || { echo "verify: hack/registry's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@go -C hack/olm-validate build -o $(BIN)/olm-validate .
+	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
+	@cd hack/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'
+	@# The release's image push (hack/registry, its own module) against a registry on loopback.
+	@cd hack/registry && go test -count=1 ./... | sed 's/^/verify: registry tests: /'
+	@echo "verify: generated files, formatting and go.mod are up to date"

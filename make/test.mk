@@ -1,0 +1,159 @@
+# Test: included by the Makefile, which defines the versions, paths and
+# shared variables these targets use (make help lists every target).
+
+##@ Test
+
+# TEST_PACKAGES: how many test packages run at once. Most of a package's
+# time is waiting on its API server, Leases and managers: on 2 cores, go
+# test's default (one per core) left the CPU 56% idle and took 781 s; three
+# took 538 s at 27% idle, the longest package (internal/app) 516 s both
+# times and the others at most 12 s slower.
+TEST_PACKAGES ?= 3
+
+.PHONY: test
+test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts; helm lints and renders the chart.
+	go mod download
+	go test -count=1 -exec /bin/true ./... >/dev/null  # compile every test binary outside the namespace, run none
+	hack/ensure-nat-tools.sh
+	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
+	@mkdir -p bin
+	@# The whole output goes to bin/test.log as well; on a failure, what
+	@# failed is printed again at the end (CI shows only the end).
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) HELM=$(HELM) go test -p $(TEST_PACKAGES) -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
+		|| { hack/test-failures.sh bin/test.log; exit 1; }
+
+# make fuzz-e2e: the model check (test/modelcheck) with another seed and
+# more steps than make test's fixed MODEL_SEED=1, MODEL_STEPS=300.
+SEED ?= $(shell date +%s)
+STEPS ?= 2000
+
+.PHONY: fuzz-e2e
+fuzz-e2e: k8s-binaries ## Random user actions against the operator checked against test/model after each step (SEED=n STEPS=n); a failure prints the shortest failing sequence.
+	go test -count=1 -exec /bin/true ./test/modelcheck/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
+
+.PHONY: test-crash-points
+test-crash-points: k8s-binaries ## The write-point table: the manager SIGKILLed right after each of its writes in turn, then a fresh one; the final state must equal the fault-free run's (about 14 min; make test runs 8 points).
+	go test -count=1 -exec /bin/true ./test/faults/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
+
+.PHONY: test-faults-long
+test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 objects that are not the operator's against its memory and requests (about 3.5 min), a tenant's 140 MiB of labelled ConfigMaps and annotated Drinks against its heap (about 1 min), and 20 trials of the paused-leader fence (about 4 min).
+	go test -count=1 -exec /bin/true ./test/clusterfaults/ ./internal/app/ >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run 'TestForeignObjectsMemory|TestTenantCannotFillCache'
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced
+
+# make reliability measures the runs behind docs/RELIABILITY.md's rows
+# (RELIABILITY_TESTS chooses some), appends a JSON line per test to
+# test/reliability/results (RELIABILITY_RESULTS) and renders the document
+# again. One package at a time (-p 1): the figures are times and heaps,
+# which a neighbour's load would move. It refuses a tree with uncommitted
+# changes, whose figures no commit could be dated with.
+RELIABILITY_RESULTS ?= $(ROOT)/test/reliability/results
+RELIABILITY_TESTS ?= TestCrashAtEveryWrite|TestStaleAndDroppedEvents|TestModel|TestCreateDeleteRaces|TestReconcilePanic|TestLeaseUnderAPFSqueeze|TestAPIServerRestart|TestManagerWaitsForItsCRDs|TestForeignObjectsMemory|TestTenantCannotFillCache|TestPausedLeaderIsFenced|TestConfigOutageNeverDestroys|TestStorageMigration|TestStorageMigrationFinishes
+RELIABILITY_PACKAGES ?= ./test/faults/ ./test/modelcheck/ ./reconcile/ ./internal/app/ ./test/clusterfaults/
+
+.PHONY: reliability
+reliability: k8s-binaries ## Measure the fault suites behind docs/RELIABILITY.md (about 25 min; RELIABILITY_TESTS='TestA|TestB' for some), append their results to test/reliability/results and render the document.
+	go test -count=1 -exec /bin/true $(RELIABILITY_PACKAGES) >/dev/null  # compile outside the namespace, run nothing
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) MYOPERATOR_LONG_FAULTS=1 \
+		go test -p 1 -count=1 -timeout 90m -v $(RELIABILITY_PACKAGES) -run '^($(RELIABILITY_TESTS))$$' 2>&1 | tee $(BIN)/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|reliability: saved'
+	@$(MAKE) --no-print-directory reliability-doc
+
+.PHONY: flag-doc
+flag-doc: ## Write the manager's flags into docs/configuration.md's table, from internal/managerflags (make verify checks it is current).
+	go run ./hack/flagdoc
+
+.PHONY: reliability-doc
+reliability-doc: ## Render docs/RELIABILITY.md from test/reliability/RELIABILITY.md.tmpl and the results files (make verify checks it is current).
+	go run ./hack/reliabilitydoc
+
+.PHONY: test-mutations
+test-mutations: k8s-binaries ## The mutation suite: each test/mutations/*.patch removes a fix from a scratch copy of HEAD and the test it names must fail (MUTATIONS='a b' for some).
+	NETNS_RUN="$(IN_NETNS)" hack/mutations.sh $(MUTATIONS)
+
+.PHONY: test-k8s-oldest
+test-k8s-oldest: ## make test on the oldest supported Kubernetes: KUBE_OLDEST_VERSION's etcd and kube-apiserver, built into bin/k8s/<version>.
+	@# The same recipe with the other version: its binaries are built outside
+	@# the namespace, then KUBEBUILDER_ASSETS names their folder.
+	$(MAKE) --no-print-directory test KUBE_VERSION=$(KUBE_OLDEST_VERSION)
+
+.PHONY: test-k8s-matrix
+test-k8s-matrix: ## make test on every supported Kubernetes in turn (KUBE_MATRIX_VERSIONS), going on past a failing one; a line per version says passed or failed and how long it took; a run on a clean tree is recorded in test/k8s-matrix/results.jsonl, which make release requires.
+	hack/k8s-matrix.sh $(KUBE_MATRIX_VERSIONS)
+
+.PHONY: test-dev-cluster
+test-dev-cluster: k8s-binaries ## Bring up the dev cluster, check that a Deployment's pods reach Running, tear it down.
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig >/dev/null
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh up $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh smoke $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig; rc=$$?; \
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER)-smoke $(BIN)/smoke.kubeconfig; exit $$rc
+
+.PHONY: test-pod-security
+test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass Pod Security restricted; a broken pod spec does not.
+	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/test-pod-security.sh
+
+.PHONY: test-make-run
+test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install, make run (refused while a Deployment of the operator exists), kubectl apply -k config/samples/ and the course's Drink; the samples, the course's Drink and the OperatorConfig the bootstrap created Ready, Drink ConfigMaps in their layouts.
+	go test -count=1 -exec /bin/true ./test/userpaths/ >/dev/null  # compile outside the namespace, run nothing
+	go build -o /dev/null .  # make run's go run then only links
+	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
+
+E2E_ARGS ?=
+# An existing cluster for the e2e suite instead of the kwok cluster it
+# creates (CONTRIBUTING.md: "e2e suites"); with it the suite needs
+# neither the Kubernetes binaries nor podman. E2E_NETNS is the network
+# namespace the suite runs in (make demo's cluster lives in $(NETNS));
+# empty runs it on the host, for a cluster reached over the network.
+E2E_KUBECONFIG ?=
+# E2E_NODE=real: the cluster the suite creates gets one real node
+# (hack/node/node.sh: containerd, kubelet, kube-proxy, built by make
+# node-binaries) instead of kwok nodes, and the suite installs the
+# production config/default; it runs in a namespace of its own, since
+# kube-proxy rewrites the namespace's iptables (docs/REAL-NODE.md).
+E2E_NODE ?= kwok
+E2E_NETNS ?= $(if $(filter real,$(E2E_NODE)),myoperator-node,$(NETNS))
+E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
+# How the suite installs the operator on the cluster it creates: kustomize
+# (kubectl apply -k config/default, the image built from the tree), or from
+# make dist's files: manifest (kubectl apply -f install.yaml) or helm (helm
+# install of the chart), their images pushed to a registry on loopback and
+# pulled from it by digest; those two run the install features only.
+E2E_INSTALL ?= kustomize
+# The stable window after each helm upgrade of make test-e2e-install-ways.
+E2E_HELM_STABLE_FOR ?= 30s
+
+.PHONY: test-e2e
+test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) $(HELM) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
+	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
+	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
+	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
+	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
+	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/registry, its own module), built here, outside the namespace.
+	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/registry build -o $(BIN)/registry .)
+	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
+	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
+	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
+	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
+	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
+
+.PHONY: test-e2e-install-ways
+test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
+	@# make ci ran make test-dist first: its dist/ of this very tree is restored (hack/dist-snapshot.sh) instead of built again.
+	v=$$(go run ./hack/version -newest); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
+	  $(MAKE) --no-print-directory dist VERSION=$$v RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
+	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest
+	@# The helm run's two upgrades keep their stable window short: area=upgrade holds the same operator still for two minutes.
+	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm
+
+.PHONY: test-e2e-real
+test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default, then make dist's install.yaml pulled by containerd from a loopback registry; not in make ci (docs/REAL-NODE.md).
+	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; [ $$rc = 0 ] || exit $$rc
+	$(MAKE) --no-print-directory dist VERSION=$$(go run ./hack/version -newest) RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
+	$(MAKE) test-e2e E2E_NODE=real E2E_INSTALL=manifest; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
+
+.PHONY: ci
+CI_STEPS := verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e test-e2e-install-ways
+ci: ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart). Prints each step's time.
+	@MAKE="$(MAKE)" hack/ci.sh $(CI_STEPS)
