@@ -70,7 +70,7 @@ while read -r pkg imports; do
   [[ $pkg == "$module"/apis/drinks || $pkg == "$module"/apis/drinks/* ]] && continue
   for imp in $imports; do
     if [[ $imp == "$module"/apis/drinks/v1alpha1 || $imp == "$module"/apis/drinks/v1beta1 ]]; then
-      echo "check-deps: $pkg imports $imp; use the package apis/drinks (AddToScheme, New, Convert, NewConverter)"
+      echo "check-deps: $pkg imports $imp; use the package apis/drinks (AddToScheme, NewConverter, Default.New, Default.Convert)"
       status=1
     fi
   done

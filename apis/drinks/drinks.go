@@ -15,9 +15,10 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
-// goVersion is one Drink version as Go holds it: the package that registers
-// it, an empty object of it, and its conversion through the hub.
-type goVersion struct {
+// GoVersion is one Drink version as Go holds it: the package that registers
+// it, an empty object of it, and its conversion through the hub. Spoke
+// makes one.
+type GoVersion struct {
 	name        string
 	addToScheme func(*runtime.Scheme) error
 	newObject   func() client.Object
@@ -28,10 +29,14 @@ type goVersion struct {
 	spoke crconversion.SpokeConverter[*drinksv1.Drink]
 }
 
-// goVersions lists every Drink version that has Go types, the hub first.
-// apis/drinks/versions says what each one serves and holds; a test keeps the
-// two lists to the same names.
-var goVersions = []goVersion{
+// Versions is a list of Drink versions with Go types, the hub first.
+type Versions []GoVersion
+
+// Default lists every Drink version that has Go types: what the manager,
+// the plugin and the tools use. apis/drinks/versions says what each one
+// serves and holds; a test keeps the two lists to the same names. A new
+// version adds its row here and there, and nothing outside apis/drinks.
+var Default = Versions{
 	{
 		name:        drinksv1.GroupVersion.Version,
 		addToScheme: drinksv1.AddToScheme,
@@ -48,18 +53,19 @@ var goVersions = []goVersion{
 			return nil
 		},
 	},
-	spoke(drinksv1beta1.GroupVersion.Version, drinksv1beta1.AddToScheme,
+	Spoke(drinksv1beta1.GroupVersion.Version, drinksv1beta1.AddToScheme,
 		func() *drinksv1beta1.Drink { return &drinksv1beta1.Drink{} }, conversion.V1ToV1beta1, conversion.V1beta1ToV1),
-	spoke(drinksv1alpha1.GroupVersion.Version, drinksv1alpha1.AddToScheme,
+	Spoke(drinksv1alpha1.GroupVersion.Version, drinksv1alpha1.AddToScheme,
 		func() *drinksv1alpha1.Drink { return &drinksv1alpha1.Drink{} }, conversion.V1ToV1alpha1, conversion.V1alpha1ToV1),
 }
 
-// spoke is the goVersion of a spoke whose typed conversion functions are
-// fromHub and toHub.
-func spoke[T client.Object](name string, addToScheme func(*runtime.Scheme) error, newT func() T,
+// Spoke is the GoVersion of the spoke name, whose types addToScheme
+// registers, whose empty object newT makes, and whose typed conversion
+// functions are fromHub and toHub.
+func Spoke[T client.Object](name string, addToScheme func(*runtime.Scheme) error, newT func() T,
 	fromHub func(context.Context, *drinksv1.Drink, T) error, toHub func(context.Context, T, *drinksv1.Drink) error,
-) goVersion {
-	return goVersion{
+) GoVersion {
+	return GoVersion{
 		name:        name,
 		addToScheme: addToScheme,
 		newObject:   func() client.Object { return newT() },
@@ -77,9 +83,17 @@ func spoke[T client.Object](name string, addToScheme func(*runtime.Scheme) error
 	}
 }
 
-// AddToScheme adds every Drink version to s.
-func AddToScheme(s *runtime.Scheme) error {
-	for _, v := range goVersions {
+// AddToScheme adds every Drink version of Default to s.
+func AddToScheme(s *runtime.Scheme) error { return Default.AddToScheme(s) }
+
+// NewConverter is Default's converter for the conversion webhook.
+func NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
+	return Default.NewConverter()
+}
+
+// AddToScheme adds every version of vs to s.
+func (vs Versions) AddToScheme(s *runtime.Scheme) error {
+	for _, v := range vs {
 		if err := v.addToScheme(s); err != nil {
 			return err
 		}
@@ -88,11 +102,11 @@ func AddToScheme(s *runtime.Scheme) error {
 }
 
 // NewConverter returns the constructor of the Drink converter that the
-// webhook builder registers on the /convert endpoint: every spoke through
-// the hub.
-func NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
+// webhook builder registers on the /convert endpoint: every spoke of vs
+// through the hub.
+func (vs Versions) NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
 	var spokes []crconversion.SpokeConverter[*drinksv1.Drink]
-	for _, v := range goVersions {
+	for _, v := range vs {
 		if v.spoke != nil {
 			spokes = append(spokes, v.spoke)
 		}
@@ -101,26 +115,26 @@ func NewConverter() func(*runtime.Scheme) (crconversion.Converter, error) {
 }
 
 // New returns an empty Drink of version (for example "v1beta1"); an error
-// naming the versions there are when no Go type has that version.
-func New(version string) (client.Object, error) {
-	v, err := lookup(version)
+// naming the versions there are when vs has none of that name.
+func (vs Versions) New(version string) (client.Object, error) {
+	v, err := vs.lookup(version)
 	if err != nil {
 		return nil, err
 	}
 	return v.newObject(), nil
 }
 
-// Convert returns obj, a typed Drink of any version, converted to version
-// to through the hub, with its apiVersion and kind set. Nothing is lost: a
+// Convert returns obj, a typed Drink of any version of vs, converted to
+// version to through the hub, with its apiVersion and kind set. Nothing is lost: a
 // spoke keeps what it cannot hold in the conversion-data annotation.
-func Convert(ctx context.Context, obj runtime.Object, to string) (client.Object, error) {
-	target, err := lookup(to)
+func (vs Versions) Convert(ctx context.Context, obj runtime.Object, to string) (client.Object, error) {
+	target, err := vs.lookup(to)
 	if err != nil {
 		return nil, err
 	}
 	hub := &drinksv1.Drink{}
 	converted := false
-	for _, v := range goVersions {
+	for _, v := range vs {
 		ok, err := v.toHub(ctx, obj, hub)
 		if err != nil {
 			return nil, err
@@ -130,7 +144,7 @@ func Convert(ctx context.Context, obj runtime.Object, to string) (client.Object,
 		}
 	}
 	if !converted {
-		return nil, fmt.Errorf("%T is not a Drink of any version (%s)", obj, drinksversions.List(Names()))
+		return nil, fmt.Errorf("%T is not a Drink of any version (%s)", obj, drinksversions.List(vs.Names()))
 	}
 	out := target.newObject()
 	if err := target.fromHub(ctx, hub, out); err != nil {
@@ -140,20 +154,20 @@ func Convert(ctx context.Context, obj runtime.Object, to string) (client.Object,
 	return out, nil
 }
 
-// Names are the versions that have Go types, the hub first.
-func Names() []string {
-	names := make([]string, len(goVersions))
-	for i, v := range goVersions {
+// Names are the versions of vs, the hub first.
+func (vs Versions) Names() []string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
 		names[i] = v.name
 	}
 	return names
 }
 
-func lookup(version string) (goVersion, error) {
-	for _, v := range goVersions {
+func (vs Versions) lookup(version string) (GoVersion, error) {
+	for _, v := range vs {
 		if v.name == version {
 			return v, nil
 		}
 	}
-	return goVersion{}, fmt.Errorf("no Drink version %q: the versions are %s", version, drinksversions.List(Names()))
+	return GoVersion{}, fmt.Errorf("no Drink version %q: the versions are %s", version, drinksversions.List(vs.Names()))
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/example/myoperator/apis/drinks"
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/test/framework/drinkgamma"
 )
 
 // The Go types and the table of versions name the same versions, the hub
 // first in both.
 func TestNamesMatchTheTable(t *testing.T) {
-	got, want := drinks.Names(), drinksversions.Drinks.Names()
+	got, want := drinks.Default.Names(), drinksversions.Drinks.Names()
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("Go versions %v, table %v", got, want)
 	}
@@ -54,21 +55,21 @@ func TestConvertBetweenEveryPair(t *testing.T) {
 			Extras: []string{"mint"}, Name: "cup", Drink: "chai"},
 		Status: drinksv1.DrinkStatus{ConfigMapName: "tea", ObservedGeneration: 3},
 	}
-	for _, from := range drinks.Names() {
-		for _, to := range drinks.Names() {
+	for _, from := range drinks.Default.Names() {
+		for _, to := range drinks.Default.Names() {
 			t.Run(from+"->"+to, func(t *testing.T) {
-				src, err := drinks.Convert(ctx, hub, from)
+				src, err := drinks.Default.Convert(ctx, hub, from)
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := drinks.Convert(ctx, src, to)
+				out, err := drinks.Default.Convert(ctx, src, to)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if got := out.GetObjectKind().GroupVersionKind(); got.Version != to || got.Kind != "Drink" {
 					t.Errorf("converted object says %s, want Drink %s", got, to)
 				}
-				back, err := drinks.Convert(ctx, out, drinksv1.GroupVersion.Version)
+				back, err := drinks.Default.Convert(ctx, out, drinksv1.GroupVersion.Version)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,13 +94,53 @@ func TestConvertRefuses(t *testing.T) {
 		{"an object of another kind", &corev1.ConfigMap{}, "v1", "is not a Drink"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := drinks.Convert(ctx, tc.obj, tc.to)
+			_, err := drinks.Default.Convert(ctx, tc.obj, tc.to)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := drinks.New("v0"); err == nil {
+	if _, err := drinks.Default.New("v0"); err == nil {
 		t.Error("New(v0) made an object")
+	}
+}
+
+// TestFourthGoVersion: a fourth version added to the list (its Go type and
+// conversion, test/framework/drinkgamma) is registered by AddToScheme,
+// converts to and from every other version through the hub, and joins the
+// webhook's converter, with no change outside the list.
+func TestFourthGoVersion(t *testing.T) {
+	ctx := context.Background()
+	four := drinkgamma.Versions()
+	if diff := cmp.Diff(append(drinks.Default.Names(), drinkgamma.Version), four.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	s := runtime.NewScheme()
+	if err := four.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.New(drinkgamma.GroupVersion.WithKind("Drink")); err != nil {
+		t.Errorf("the scheme lacks the fourth version: %v", err)
+	}
+	if _, err := four.NewConverter()(s); err != nil {
+		t.Errorf("the webhook's converter: %v", err)
+	}
+	gamma := &drinkgamma.Drink{ObjectMeta: metav1.ObjectMeta{Name: "tea"},
+		Spec: drinkgamma.DrinkSpec{Title: "Cup", Beverage: "tea", SugarCubes: 2}}
+	for _, to := range drinks.Default.Names() {
+		out, err := four.Convert(ctx, gamma, to)
+		if err != nil {
+			t.Fatalf("v1gamma1 -> %s: %v", to, err)
+		}
+		back, err := four.Convert(ctx, out, drinkgamma.Version)
+		if err != nil {
+			t.Fatalf("%s -> v1gamma1: %v", to, err)
+		}
+		if diff := cmp.Diff(gamma.Spec, back.(*drinkgamma.Drink).Spec); diff != "" {
+			t.Errorf("v1gamma1 -> %s -> v1gamma1 (-want +got):\n%s", to, diff)
+		}
+	}
+	if _, err := drinks.Default.Convert(ctx, gamma, "v1"); err == nil {
+		t.Error("the built-in list converted a v1gamma1 Drink it does not know")
 	}
 }

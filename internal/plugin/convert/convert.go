@@ -22,24 +22,36 @@ import (
 	drinksversions "github.com/example/myoperator/apis/drinks/versions"
 )
 
+// converter converts between the Go versions of versions, writing those
+// that table serves. The plugin's is builtIn; a test adds a version to both.
+type converter struct {
+	versions drinks.Versions
+	table    drinksversions.Table
+}
+
+var builtIn = converter{versions: drinks.Default, table: drinksversions.Drinks}
+
 // Versions are the versions convert writes: every served Drink version.
-func Versions() []string { return drinksversions.Drinks.Served() }
+func Versions() []string { return builtIn.table.Served() }
 
 // Document converts one Drink manifest (YAML or JSON), or a v1 List of
 // them (kubectl get -o yaml), to the version to and returns it as YAML. Unknown fields are refused, naming the field:
 // conversion would otherwise drop them.
-func Document(doc []byte, to string) ([]byte, error) {
-	if !slices.Contains(Versions(), to) {
-		return nil, fmt.Errorf("--to %q: must be one of %s", to, drinksversions.List(Versions()))
+func Document(doc []byte, to string) ([]byte, error) { return builtIn.document(doc, to) }
+
+func (c converter) document(doc []byte, to string) ([]byte, error) {
+	served := c.table.Served()
+	if !slices.Contains(served, to) {
+		return nil, fmt.Errorf("--to %q: must be one of %s", to, drinksversions.List(served))
 	}
 	var head metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return nil, err
 	}
 	if head.APIVersion == "v1" && head.Kind == "List" {
-		return list(doc, to)
+		return c.list(doc, to)
 	}
-	out, err := convert(doc, to)
+	out, err := c.convert(doc, to)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +59,8 @@ func Document(doc []byte, to string) ([]byte, error) {
 }
 
 // convert converts one Drink to version to, as a map.
-func convert(doc []byte, to string) (map[string]any, error) {
-	out, err := decodeAndConvert(doc, to)
+func (c converter) convert(doc []byte, to string) (map[string]any, error) {
+	out, err := c.decodeAndConvert(doc, to)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +69,7 @@ func convert(doc []byte, to string) (map[string]any, error) {
 
 // list converts every item of a v1 List (what kubectl get -o yaml
 // prints) and keeps the List around them.
-func list(doc []byte, to string) ([]byte, error) {
+func (c converter) list(doc []byte, to string) ([]byte, error) {
 	var l struct {
 		APIVersion string            `json:"apiVersion"`
 		Kind       string            `json:"kind"`
@@ -69,7 +81,7 @@ func list(doc []byte, to string) ([]byte, error) {
 	}
 	items := make([]any, 0, len(l.Items))
 	for i, item := range l.Items {
-		out, err := convert(item, to)
+		out, err := c.convert(item, to)
 		if err != nil {
 			return nil, fmt.Errorf("items[%d]: %w", i, err)
 		}
@@ -84,7 +96,7 @@ func list(doc []byte, to string) ([]byte, error) {
 
 // decodeAndConvert decodes a Drink in any version and converts it to
 // version to.
-func decodeAndConvert(doc []byte, to string) (runtime.Object, error) {
+func (c converter) decodeAndConvert(doc []byte, to string) (runtime.Object, error) {
 	var head metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return nil, err
@@ -94,14 +106,14 @@ func decodeAndConvert(doc []byte, to string) (runtime.Object, error) {
 		return nil, fmt.Errorf("kind %q: only Drinks (%s) convert", head.Kind, gv.Group)
 	}
 	version, inGroup := strings.CutPrefix(head.APIVersion, gv.Group+"/")
-	src, err := drinks.New(version)
+	src, err := c.versions.New(version)
 	if !inGroup || err != nil {
-		return nil, fmt.Errorf("apiVersion %q: a Drink's is %s/ followed by one of %s", head.APIVersion, gv.Group, drinksversions.List(Versions()))
+		return nil, fmt.Errorf("apiVersion %q: a Drink's is %s/ followed by one of %s", head.APIVersion, gv.Group, drinksversions.List(c.table.Served()))
 	}
 	if err := strict(doc, src); err != nil {
 		return nil, err
 	}
-	return drinks.Convert(context.Background(), src, to)
+	return c.versions.Convert(context.Background(), src, to)
 }
 
 func strict(doc []byte, obj any) error {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/myoperator/test/framework/drinkgamma"
 )
 
 // manifests are v1 Drinks that each need something of conversion: fields a
@@ -189,4 +191,35 @@ func equalYAML(t *testing.T, a, b []byte) bool {
 		t.Fatal(err)
 	}
 	return cmp.Equal(x, y)
+}
+
+// TestFourthVersion: with a fourth version in the Go versions and the table
+// (test/framework/drinkgamma), convert writes it and reads it with no change
+// to this package; the built-in lists refuse it.
+func TestFourthVersion(t *testing.T) {
+	four := converter{versions: drinkgamma.Versions(), table: drinkgamma.Table()}
+	out, err := four.document([]byte(manifests["every field"]), drinkgamma.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["apiVersion"] != "example.com/v1gamma1" || got["spec"].(map[string]any)["title"] != "Flat white" {
+		t.Errorf("v1 -> v1gamma1:\n%s", out)
+	}
+	back, err := four.document(out, "v1alpha1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(back), "apiVersion: example.com/v1alpha1") || !strings.Contains(string(back), "name: Flat white") {
+		t.Errorf("v1gamma1 -> v1alpha1:\n%s", back)
+	}
+	if _, err := Document(out, "v1"); err == nil || !strings.Contains(err.Error(), `apiVersion "example.com/v1gamma1"`) {
+		t.Errorf("the built-in lists read a v1gamma1 Drink: %v", err)
+	}
+	if _, err := Document([]byte(manifests["every field"]), drinkgamma.Version); err == nil {
+		t.Error("the built-in lists wrote v1gamma1")
+	}
 }

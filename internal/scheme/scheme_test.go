@@ -1,0 +1,25 @@
+package scheme_test
+
+import (
+	"testing"
+
+	"github.com/example/myoperator/apis/drinks"
+	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	drinksversions "github.com/example/myoperator/apis/drinks/versions"
+	"github.com/example/myoperator/internal/scheme"
+)
+
+// The scheme holds every Drink version there is a Go type of, and so every
+// served one, from apis/drinks' list rather than a list of its own: a
+// version added there (TestFourthGoVersion) reaches the scheme unchanged.
+func TestNewHoldsEveryDrinkVersion(t *testing.T) {
+	s := scheme.New()
+	for _, names := range [][]string{drinks.Default.Names(), drinksversions.Drinks.Served()} {
+		for _, v := range names {
+			gvk := drinksv1.GroupVersion.WithKind("Drink").GroupKind().WithVersion(v)
+			if !s.Recognizes(gvk) {
+				t.Errorf("the scheme lacks %s", gvk)
+			}
+		}
+	}
+}
