@@ -23,9 +23,9 @@ const ownWriteWindow = time.Minute
 // status is patched, and the ConfigMap's event comes first) starts a
 // reconcile on the copy from before the write; that reconcile computes
 // the same status again and sends a patch the API server refuses with
-// 409, since the patch carries the old resourceVersion. Measured with 4
-// replicas at 50,000 Drinks (docs/BENCHMARKS.md), those refused patches
-// were the only writes after convergence.
+// 409, since the patch carries the old resourceVersion. With the Drinks
+// shared, those refused patches were the only writes after convergence
+// (docs/sharding.md).
 //
 // controller-runtime's client offers the same guarantee
 // (client.CacheOptions.EnableReadYourWritesConsistency), but marked

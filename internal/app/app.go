@@ -266,9 +266,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// A standby starts its controllers' sources before it leads, so that
 	// its work queues hold every object when it takes the Lease: without
 	// it, a new leader first replayed the whole cache into its queues
-	// (7.2 s from SIGTERM to the first reconcile at 50,000 Drinks, the
-	// Lease itself taken in 0.13 s). Reconciles still start only in the
-	// leader.
+	// before its first reconcile, seconds after it took the Lease
+	// (docs/BENCHMARKS.md, SIGTERM handover). Reconciles still start only
+	// in the leader.
 	warmup := true
 	mgrOpts.Controller.EnableWarmup = &warmup
 	if o.inProcess.skipNameValidation {

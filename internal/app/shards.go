@@ -122,20 +122,20 @@ func (shareRunnable) NeedLeaderElection() bool          { return false }
 // going through every Drink, or every ConfigMap, in its watch cache (the
 // sharded watch has no index), so a bucket's list costs it in proportion
 // to all the Drinks, not to the bucket's; the replica then decodes the
-// bucket and reconciles each of its Drinks once. Started all together at
-// a SIGKILL of 1 of 4 replicas at 200,000 Drinks, the writes of the
-// buckets the survivors already served waited up to 35 s; two at a time,
-// up to 18 s (docs/BENCHMARKS.md).
+// bucket and reconciles each of its Drinks once. Lists that run together
+// hold up the writes of the buckets the replicas already serve, for longer
+// the more of them there are: one at a time holds them up least
+// (docs/sharding.md gives the measured waits).
 const syncingBuckets = 1
 
 // syncSlotHold is the longest a bucket's cache keeps its place among the
 // syncingBuckets while it has not synced. A cache the API server does not
 // fill (its list refused or failing) goes on retrying for as long as the
 // bucket is served; holding its place meanwhile, one such bucket would
-// keep every other bucket the replica takes from listing at all. At a
-// takeover of 16 buckets of 200,000 Drinks, all listing at once on a
-// loaded API server, each synced within 20 s (docs/BENCHMARKS.md), so a
-// minute gives up a place only where something is wrong.
+// keep every other bucket the replica takes from listing at all. A
+// healthy bucket's cache syncs well within a minute even at the largest
+// takeover measured (docs/sharding.md), so a minute gives up a place only
+// where something is wrong.
 const syncSlotHold = time.Minute
 
 // bucketLimits are what a replica's bucket controllers share: slots, one
@@ -231,8 +231,7 @@ func serveBucket(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Opti
 // asked for one, and its WaitForCacheSync waits only for the informers it
 // has. Left to the controller's start, both lists would come after the
 // wait, outside the bucket's turn, and every bucket taken at once would
-// list at once (the kill of 1 of 4 at 200,000 Drinks did, at f16002c:
-// docs/BENCHMARKS.md).
+// list at once (as the first takeovers measured did: docs/sharding.md).
 func fillBucketCache(ctx context.Context, share cache.Cache, wg *sync.WaitGroup, stopped func(error)) bool {
 	for _, obj := range []client.Object{&drinksv1.Drink{}, &corev1.ConfigMap{}} {
 		if _, err := share.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
