@@ -37,7 +37,7 @@ type DrinkSpec struct {
 // DeepCopyObject copies d (its spec holds no pointers).
 func (d *Drink) DeepCopyObject() runtime.Object {
 	c := *d
-	d.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	d.DeepCopyInto(&c.ObjectMeta) // the embedded ObjectMeta's
 	return &c
 }
 
@@ -54,7 +54,7 @@ func fromHub(_ context.Context, hub *drinksv1.Drink, d *Drink) error {
 }
 
 func toHub(_ context.Context, d *Drink, hub *drinksv1.Drink) error {
-	d.ObjectMeta.DeepCopyInto(&hub.ObjectMeta)
+	d.DeepCopyInto(&hub.ObjectMeta) // the embedded ObjectMeta's
 	hub.Spec = drinksv1.DrinkSpec{DisplayName: d.Spec.Title, Beverage: d.Spec.Beverage, SugarCubes: d.Spec.SugarCubes}
 	return nil
 }
