@@ -9,8 +9,10 @@
 # tool's value wins over it.
 FROM scratch
 ARG TARGETARCH=amd64
-COPY bin/linux_${TARGETARCH}/manager /manager
-COPY bin/linux_${TARGETARCH}/bootstrap /bootstrap
+# BINDIR: where linux_<arch>/ is (make dist: bin/release).
+ARG BINDIR=bin
+COPY ${BINDIR}/linux_${TARGETARCH}/manager /manager
+COPY ${BINDIR}/linux_${TARGETARCH}/bootstrap /bootstrap
 # A numeric, non-root user, so that runAsNonRoot can verify it.
 USER 65532:65532
 ENTRYPOINT ["/manager"]

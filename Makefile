@@ -61,6 +61,14 @@ NETNS ?= myoperator-test
 IN_NETNS := $(ROOT)/hack/netns.sh $(NETNS)
 
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
+# Every go command the targets run compiles with the same flags as the
+# shipped binaries and the Kubernetes builds (static, -trimpath), so that a
+# package is compiled once per architecture and every later build, test,
+# vet and lint of it hits the build cache: with the tests on cgo and
+# absolute paths, the same dependencies were compiled twice on a fresh
+# machine. Recipes that set GOFLAGS themselves add to it ("$$GOFLAGS ...").
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 ##@ General
 

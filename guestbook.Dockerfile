@@ -11,7 +11,9 @@
 # tool's value wins over it.
 FROM scratch
 ARG TARGETARCH=amd64
-COPY bin/linux_${TARGETARCH}/guestbook-server /guestbook-server
+# BINDIR: where linux_<arch>/ is (make dist: bin/release).
+ARG BINDIR=bin
+COPY ${BINDIR}/linux_${TARGETARCH}/guestbook-server /guestbook-server
 # A numeric, non-root user, so that runAsNonRoot can verify it; the server
 # writes nothing, so the root filesystem can be read-only.
 USER 65532:65532

@@ -46,6 +46,9 @@ HELM=${HELM:?set HELM to the helm binary (make dist builds it)}
 images=${RELEASE_IMAGES:-1}
 commit=$(git rev-parse HEAD)
 dist=$root/dist
+# The release's binaries go to bin/release/linux_<arch>/, never over the
+# development build in bin/linux_<arch>/ (make build-multiarch BUILD_DIR).
+bindir=bin/release
 
 rm -rf "$dist"
 mkdir -p "$dist/sbom"
@@ -61,28 +64,28 @@ guestbook_ref=$GUESTBOOK_IMG
 manager_digest=
 if [ "$images" = 1 ]; then
   hack/ensure-podman.sh
-  make --no-print-directory build-multiarch VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS"
+  make --no-print-directory build-multiarch BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS"
   gb_archive=$dist/$(basename "${GUESTBOOK_IMG//:/_}").oci.tar
-  DOCKERFILE=guestbook.Dockerfile BINARIES=guestbook-server PLATFORMS="$PLATFORMS" \
+  BINDIR=$bindir DOCKERFILE=guestbook.Dockerfile BINARIES=guestbook-server PLATFORMS="$PLATFORMS" \
     hack/image-multiarch.sh "$GUESTBOOK_IMG" "oci-archive:$gb_archive"
   guestbook_ref=$GUESTBOOK_IMG@$(index_digest "$gb_archive")
   # The manager again, with the Guestbook's image by digest as its default.
-  make --no-print-directory build-multiarch VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
+  make --no-print-directory build-multiarch BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
   mgr_archive=$dist/$(basename "$IMAGE_REPO")_$version.oci.tar
-  PLATFORMS="$PLATFORMS" hack/image-multiarch.sh "$IMAGE_REPO:$version" "oci-archive:$mgr_archive"
+  BINDIR=$bindir PLATFORMS="$PLATFORMS" hack/image-multiarch.sh "$IMAGE_REPO:$version" "oci-archive:$mgr_archive"
   manager_digest=$(index_digest "$mgr_archive")
   arches=$(for p in $PLATFORMS; do echo "${p#*/}"; done)
 else
   say "RELEASE_IMAGES=0: no images; binaries for $(go env GOARCH) only, images named by tag"
-  make --no-print-directory build VERSION="$version" COMMIT="$commit" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
+  make --no-print-directory "build-linux-$(go env GOARCH)" BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
   arches=$(go env GOARCH)
 fi
 
 for arch in $arches; do
   for b in manager bootstrap guestbook-server kubectl-myoperator; do
-    "$CYCLONEDX" bin -json -version "$version" -output "$dist/sbom/${b}_linux_$arch.cdx.json" "bin/linux_$arch/$b" 2>/dev/null
+    "$CYCLONEDX" bin -json -version "$version" -output "$dist/sbom/${b}_linux_$arch.cdx.json" "$bindir/linux_$arch/$b" 2>/dev/null
   done
-  cp "bin/linux_$arch/kubectl-myoperator" "$dist/kubectl-myoperator_linux_$arch"
+  cp "$bindir/linux_$arch/kubectl-myoperator" "$dist/kubectl-myoperator_linux_$arch"
 done
 say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
 say "kubectl plugin: $(cd "$dist" && ls kubectl-myoperator_* | tr '\n' ' ')"

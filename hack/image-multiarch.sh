@@ -21,6 +21,10 @@ IMAGE=${1:?usage: hack/image-multiarch.sh IMAGE [DEST]}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 DOCKERFILE=${DOCKERFILE:-Dockerfile}
 BINARIES=${BINARIES:-manager bootstrap}
+# BINDIR: the folder, under the repository, holding linux_<arch>/ (make
+# dist builds a release into bin/release); the Dockerfiles take it as a
+# build argument.
+BINDIR=${BINDIR:-bin}
 root=$(cd "$(dirname "$0")/.." && pwd)
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 name=${IMAGE##*/}
@@ -29,9 +33,9 @@ DEST=${2:-oci-archive:$root/bin/images/${name//:/_}.tar}
 for platform in $PLATFORMS; do
   arch=${platform#*/}
   for b in $BINARIES; do
-    [ -f "$root/bin/linux_$arch/$b" ] || { echo "image-multiarch: bin/linux_$arch/$b missing: run make build-multiarch" >&2; exit 1; }
+    [ -f "$root/$BINDIR/linux_$arch/$b" ] || { echo "image-multiarch: $BINDIR/linux_$arch/$b missing: run make build-multiarch" >&2; exit 1; }
   done
-  "${podman[@]}" build -q --platform "$platform" -f "$root/$DOCKERFILE" -t "$IMAGE-$arch" "$root" >/dev/null
+  "${podman[@]}" build -q --platform "$platform" --build-arg BINDIR="$BINDIR" -f "$root/$DOCKERFILE" -t "$IMAGE-$arch" "$root" >/dev/null
   echo "image-multiarch: $IMAGE-$arch ($platform)"
 done
 

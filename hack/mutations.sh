@@ -49,7 +49,7 @@ base=$(git -C "$tree" rev-parse HEAD)
 run_test() {
   (cd "$tree" && go test -c -o "$work/t.test" "$1") >"$4" 2>&1 || return 2
   # shellcheck disable=SC2086 # NETNS_RUN and the Env line are word lists.
-  (cd "$tree/$1" && $NETNS_RUN env GOPROXY=off GOFLAGS=-mod=readonly KUBEBUILDER_ASSETS="$KUBEBUILDER_ASSETS" $3 \
+  (cd "$tree/$1" && $NETNS_RUN env GOPROXY=off GOFLAGS="${GOFLAGS:-} -mod=readonly" KUBEBUILDER_ASSETS="$KUBEBUILDER_ASSETS" $3 \
     "$work/t.test" -test.count=1 -test.timeout=20m -test.run "$2") >>"$4" 2>&1
 }
 

@@ -59,7 +59,7 @@ grep -q "image: ghcr.io/example/myoperator@$mgr\$" dist/install.yaml || fail "in
 # gb_env FILE: the value of the manager's GUESTBOOK_IMAGE in FILE.
 gb_env() { grep -A1 -- "- name: GUESTBOOK_IMAGE" "$1" | sed -n 's/^ *value: //p'; }
 [ "$(gb_env dist/install.yaml)" = "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" ] || fail "the manager's GUESTBOOK_IMAGE is not the archive's $gb: $(gb_env dist/install.yaml)"
-grep -aq "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" "bin/linux_$(go env GOARCH)/manager" || fail "the manager binary does not carry the Guestbook image $gb"
+grep -aq "ghcr.io/example/myoperator-guestbook:$gb_tag@$gb" "bin/release/linux_$(go env GOARCH)/manager" || fail "the manager binary does not carry the Guestbook image $gb"
 say "install.yaml: manager @$mgr; GUESTBOOK_IMAGE :$gb_tag@$gb, also in the manager binary"
 
 # check_packages REPO: the chart's values and the bundle's CSV name the

@@ -11,27 +11,39 @@ VERSION_PKG := github.com/example/myoperator/internal/version
 # Guestbook's default image (a release stamps its image by digest there).
 GUESTBOOK_DEFAULT_IMAGE ?=
 MANAGER_LDFLAGS = $(if $(GUESTBOOK_DEFAULT_IMAGE),-X github.com/example/myoperator/apis/operator/v1alpha1.DefaultGuestbookImage=$(GUESTBOOK_DEFAULT_IMAGE))
-# build-for,ARCH: the operator's two binaries, the Guestbook's server
+# BUILD_DIR: where build-multiarch writes bin/linux_<arch>/'s binaries.
+# make dist builds a release's binaries into bin/release/, so that they
+# never replace the development build (bin/linux_<arch>/) that make
+# docker-build, the demo and the e2e suite put into their images, maybe at
+# the same moment (make ci runs its steps side by side).
+BUILD_DIR ?= $(BIN)
+# build-for,ARCH,DIR: the operator's two binaries, the Guestbook's server
 # (guestbook.Dockerfile's) and the kubectl plugin (kubectl-myoperator,
-# docs/plugin.md) for linux/ARCH into bin/linux_ARCH/, stamped.
+# docs/plugin.md) for linux/ARCH into DIR/linux_ARCH/, stamped.
 define build-for
-GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) $(MANAGER_LDFLAGS)" -o $(BIN)/linux_$(1)/manager .
-GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/bootstrap ./initcontainer
-GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/guestbook-server ./guestbookserver
-GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/linux_$(1)/kubectl-myoperator ./kubectl-myoperator
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) $(MANAGER_LDFLAGS)" -o $(2)/linux_$(1)/manager .
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(2)/linux_$(1)/bootstrap ./initcontainer
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(2)/linux_$(1)/guestbook-server ./guestbookserver
+GOOS=linux GOARCH=$(1) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(2)/linux_$(1)/kubectl-myoperator ./kubectl-myoperator
 endef
 
 .PHONY: build
+# The binaries are built aside (a folder of this make's own) and renamed
+# into place: make ci runs steps side by side, two of them may run make
+# build at once (the demo's, the e2e suite's), and a rename never shows a
+# half-written binary to a step putting it into an image.
+BUILD_TMP := $(BIN)/.build-$(shell echo $$PPID)
 build: ## Build the manager, bootstrap, guestbook-server and kubectl-myoperator binaries (static, stamped with VERSION) into bin/ and bin/linux_<host arch>/.
-	$(call build-for,$(HOST_ARCH))
-	ln -f $(BIN)/linux_$(HOST_ARCH)/manager $(BIN)/manager
-	ln -f $(BIN)/linux_$(HOST_ARCH)/bootstrap $(BIN)/bootstrap
-	ln -f $(BIN)/linux_$(HOST_ARCH)/guestbook-server $(BIN)/guestbook-server
-	ln -f $(BIN)/linux_$(HOST_ARCH)/kubectl-myoperator $(BIN)/kubectl-myoperator
+	$(call build-for,$(HOST_ARCH),$(BUILD_TMP))
+	@mkdir -p $(BIN)/linux_$(HOST_ARCH)
+	@for b in manager bootstrap guestbook-server kubectl-myoperator; do \
+	  mv -f $(BUILD_TMP)/linux_$(HOST_ARCH)/$$b $(BIN)/linux_$(HOST_ARCH)/$$b && \
+	  ln -f $(BIN)/linux_$(HOST_ARCH)/$$b $(BUILD_TMP)/$$b && mv -f $(BUILD_TMP)/$$b $(BIN)/$$b || exit 1; \
+	done; rm -rf $(BUILD_TMP)
 
 .PHONY: build-multiarch
 build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compile the four binaries for every platform in PLATFORMS into bin/linux_<arch>/.
 
 # build-linux-ARCH (no such file, so it always runs): one platform's binaries.
 build-linux-%:
-	$(call build-for,$*)
+	$(call build-for,$*,$(BUILD_DIR))

@@ -5,9 +5,10 @@
 
 .PHONY: cert-manager
 cert-manager: $(CERT_MANAGER) ## Build the launcher of cert-manager's own issuing controllers and cainjector (hack/certmanager, its own module) into bin/cert-manager-<version>/.
-# Built with go's default flags, as make lint compiles the same module: the
-# launcher runs on this host, and the build reuses lint's compiled packages
-# (CGO_ENABLED=0 -trimpath compiled them all again: 133 s on a fresh machine).
+# Built with the flags every target shares (the Makefile's GOFLAGS and
+# CGO_ENABLED), as make lint compiles the same module: the build reuses
+# lint's compiled packages (other flags compiled them all again: 133 s on a
+# fresh machine).
 $(CERT_MANAGER): hack/certmanager/go.mod hack/certmanager/go.sum hack/certmanager/main.go
 	cd hack/certmanager && go build -o $@ .
 

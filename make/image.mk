@@ -18,7 +18,7 @@ MULTIARCH_DEST ?= oci-archive:$(BIN)/images/$(notdir $(subst :,_,$(MULTIARCH_IMG
 .PHONY: docker-build-multiarch
 docker-build-multiarch: build-multiarch ## Images for PLATFORMS (podman, MULTIARCH_IMG-<arch>) and their manifest list as an OCI archive in bin/images/.
 	hack/ensure-podman.sh
-	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) $(MULTIARCH_DEST)
+	BINDIR=$(patsubst $(ROOT)/%,%,$(abspath $(BUILD_DIR))) PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) $(MULTIARCH_DEST)
 
 .PHONY: docker-push-multiarch
 docker-push-multiarch: ## Push the manifest list of MULTIARCH_IMG's platform images (after docker-build-multiarch) to its registry.

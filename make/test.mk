@@ -19,7 +19,7 @@ test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) manifests generate vet
 	@mkdir -p bin
 	@# The whole output goes to bin/test.log as well; on a failure, what
 	@# failed is printed again at the end (CI shows only the end).
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly PROMTOOL=$(PROMTOOL) HELM=$(HELM) go test -p $(TEST_PACKAGES) -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" PROMTOOL=$(PROMTOOL) HELM=$(HELM) go test -p $(TEST_PACKAGES) -count=1 -timeout 20m ./... 2>&1 | tee bin/test.log \
 		|| { hack/test-failures.sh bin/test.log; exit 1; }
 
 # make fuzz-e2e: the model check (test/modelcheck) with another seed and
@@ -30,18 +30,18 @@ STEPS ?= 2000
 .PHONY: fuzz-e2e
 fuzz-e2e: k8s-binaries ## Random user actions against the operator checked against test/model after each step (SEED=n STEPS=n); a failure prints the shortest failing sequence.
 	go test -count=1 -exec /bin/true ./test/modelcheck/ >/dev/null  # compile outside the namespace, run nothing
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" MODEL_SEED=$(SEED) MODEL_STEPS=$(STEPS) MODEL_SHRINK=10m go test -count=1 -timeout 0 -v ./test/modelcheck/ -run TestModel
 
 .PHONY: test-crash-points
 test-crash-points: k8s-binaries ## The write-point table: the manager SIGKILLed right after each of its writes in turn, then a fresh one; the final state must equal the fault-free run's (about 14 min; make test runs 8 points).
 	go test -count=1 -exec /bin/true ./test/faults/ >/dev/null  # compile outside the namespace, run nothing
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
 
 .PHONY: test-faults-long
 test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 objects that are not the operator's against its memory and requests (about 3.5 min), a tenant's 140 MiB of labelled ConfigMaps and annotated Drinks against its heap (about 1 min), and 20 trials of the paused-leader fence (about 4 min).
 	go test -count=1 -exec /bin/true ./test/clusterfaults/ ./internal/app/ >/dev/null  # compile outside the namespace, run nothing
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run 'TestForeignObjectsMemory|TestTenantCannotFillCache'
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run 'TestForeignObjectsMemory|TestTenantCannotFillCache'
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced
 
 # make reliability measures the runs behind docs/RELIABILITY.md's rows
 # (RELIABILITY_TESTS chooses some), appends a JSON line per test to
@@ -56,7 +56,7 @@ RELIABILITY_PACKAGES ?= ./test/faults/ ./test/modelcheck/ ./reconcile/ ./interna
 .PHONY: reliability
 reliability: k8s-binaries ## Measure the fault suites behind docs/RELIABILITY.md (about 25 min; RELIABILITY_TESTS='TestA|TestB' for some), append their results to test/reliability/results and render the document.
 	go test -count=1 -exec /bin/true $(RELIABILITY_PACKAGES) >/dev/null  # compile outside the namespace, run nothing
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) MYOPERATOR_LONG_FAULTS=1 \
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) MYOPERATOR_LONG_FAULTS=1 \
 		go test -p 1 -count=1 -timeout 90m -v $(RELIABILITY_PACKAGES) -run '^($(RELIABILITY_TESTS))$$' 2>&1 | tee $(BIN)/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|reliability: saved'
 	@$(MAKE) --no-print-directory reliability-doc
 
@@ -97,7 +97,7 @@ test-pod-security: k8s-binaries ## In a kwok cluster, the operator's pods pass P
 test-make-run: k8s-binaries manifests generate ## On a kwok cluster: make install, make run (refused while a Deployment of the operator exists), kubectl apply -k config/samples/ and the course's Drink; the samples, the course's Drink and the OperatorConfig the bootstrap created Ready, Drink ConfigMaps in their layouts.
 	go test -count=1 -exec /bin/true ./test/userpaths/ >/dev/null  # compile outside the namespace, run nothing
 	go build -o /dev/null .  # make run's go run then only links
-	$(IN_NETNS) env GOPROXY=off GOFLAGS=-mod=readonly MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" MYOPERATOR_TEST_MAKE_RUN=1 go test -count=1 -timeout 15m -v ./test/userpaths/ -run TestMakeRun
 
 E2E_ARGS ?=
 # An existing cluster for the e2e suite instead of the kwok cluster it
@@ -135,7 +135,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS=-mod=readonly E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
 
 .PHONY: test-e2e-install-ways
@@ -154,6 +154,15 @@ test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-
 	$(MAKE) test-e2e E2E_NODE=real E2E_INSTALL=manifest; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci
-CI_STEPS := verify lint kube-score test test-make-run test-dev-cluster test-pod-security test-image test-dist test-demo test-e2e test-e2e-install-ways
+# hack/ci.sh holds the steps and what each needs; they run side by side.
 ci: ## Everything CI runs: verify, lint, kube-score, every test suite, the dev-cluster, image, release files, demo and e2e checks (make test-k8s-oldest runs apart). Prints each step's time.
-	@MAKE="$(MAKE)" hack/ci.sh $(CI_STEPS)
+	@MAKE="$(MAKE)" hack/ci.sh
+
+# ci-prep: make ci's first step. The Debian packages its steps need
+# (podman, the NAT tools) and the main module's dependencies, once, before
+# the steps run side by side (apt and dpkg hold one lock at a time).
+.PHONY: ci-prep
+ci-prep:
+	hack/ensure-podman.sh
+	hack/ensure-nat-tools.sh
+	go mod download

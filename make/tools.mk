@@ -3,6 +3,12 @@
 
 ##@ Tools
 
+# tools: every tool the checks use, built into bin/ when missing (make
+# ci's second step, before its steps run side by side and would each build
+# the ones they need at the same moment).
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(KUBE_SCORE) $(CERT_MANAGER)
+
 $(CONTROLLER_GEN):
 	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
