@@ -29,12 +29,12 @@ KUBE_SCORE_VERSION ?= v1.20.0
 DEADCODE_VERSION ?= v0.52.0
 # Helm, built from helm.sh/helm/v4, for the chart's tests and make dist.
 HELM_VERSION ?= v4.3.1
-# cert-manager's version is the one hack/certmanager/go.mod requires (the
-# launcher's module); it names the launcher's folder.
-CERT_MANAGER_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' hack/certmanager/go.mod)
-# promtool's version is that of the Prometheus module hack/promtool/go.mod
+# cert-manager's version is the one the tools' module (hack/tools/go.mod)
+# requires, for the launcher hack/tools/certmanager; it names its folder.
+CERT_MANAGER_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' hack/tools/go.mod)
+# promtool's version is that of the Prometheus module hack/tools/go.mod
 # requires (v0.316.0 is Prometheus 3.16.0); it names the binary.
-PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/promtool/go.mod)
+PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/go.mod)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec

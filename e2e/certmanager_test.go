@@ -49,7 +49,7 @@ const (
 // cert-manager's own cainjector injects, read through the API; a renewal
 // (what cmctl renew does) is served without one failed request and keeps
 // the CA. cert-manager runs from the packages of its root module
-// (bin/cert-manager-<version>, hack/certmanager).
+// (bin/cert-manager-<version>, hack/tools/certmanager).
 func certManagerIssues() features.Feature {
 	var cm *certManager
 	return features.New("cert-manager issues the webhook certificate").WithLabel("area", "certmanager").
@@ -166,7 +166,7 @@ func certManagerIssues() features.Feature {
 }
 
 // certManager is cert-manager running for the feature: its CRDs applied
-// from the module hack/certmanager requires, the launcher process, and the
+// from the module hack/tools/certmanager requires, the launcher process, and the
 // overlay the operator is installed from.
 type certManager struct {
 	crds, overlay string

@@ -9,7 +9,7 @@
 #   Guestbook image's archive by digest, which the manager binary carries
 #   too;
 # - make release-push sends both archives to a registry on loopback
-#   (hack/registry serve), install.yaml then names the registry, and
+#   (hack/tools/registry serve), install.yaml then names the registry, and
 #   podman pulls each image from it by that digest, for every platform;
 # - the Helm chart and the bundle's CSV name the same images as
 #   install.yaml, before and after the push, and helm template of the
@@ -84,7 +84,7 @@ check_packages ghcr.io/example
 
 # A registry on loopback, and the release pushed to it.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-go -C hack/registry build -o "$root/bin/registry" .
+go -C hack/tools/registry build -o "$root/bin/registry" .
 "$root/bin/registry" serve -addr "127.0.0.1:$port" >"$root/bin/test-dist-registry.log" 2>&1 &
 registry=$!
 pulled=()

@@ -61,13 +61,10 @@ vet: ## Run go vet on the code.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tools' own modules (hack/olm-validate, hack/certmanager, hack/promtool, hack/registry).
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tools' own module (hack/tools: olm-validate, certmanager, registry, promtool's pin).
 	$(GOLANGCI_LINT) run ./...
-	@# Modules of their own, which ./... does not reach.
-	cd hack/olm-validate && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
-	cd hack/certmanager && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
-	cd hack/promtool && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
-	cd hack/registry && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	@# The tools' module, which ./... does not reach.
+	cd hack/tools && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: kube-score
 kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy, config/namespace-scope) with kube-score; fail on any CRITICAL.
@@ -93,14 +90,11 @@ verify: $(DEADCODE) ## Fail on drift: regenerated code and manifests, gofmt, go.
 	@# Commit subjects of at most 72 characters, from the commit that added the check on.
 	@hack/check-commits.sh
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
-	@# OLM's own validators (operator-framework/api, kept in its own module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
-	@cd hack/olm-validate && go mod tidy -diff >/dev/null || { echo "verify: hack/olm-validate's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
-	@cd hack/certmanager && go mod tidy -diff >/dev/null || { echo "verify: hack/certmanager's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
-	@cd hack/promtool && go mod tidy -diff >/dev/null || { echo "verify: hack/promtool's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
-	@cd hack/registry && go mod tidy -diff >/dev/null || { echo "verify: hack/registry's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
-	@go -C hack/olm-validate build -o $(BIN)/olm-validate .
+	@# OLM's own validators (operator-framework/api, in the tools' module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
+	@cd hack/tools && go mod tidy -diff >/dev/null || { echo "verify: hack/tools's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@go -C hack/tools/olm-validate build -o $(BIN)/olm-validate .
 	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
-	@cd hack/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'
-	@# The release's image push (hack/registry, its own module) against a registry on loopback.
-	@cd hack/registry && go test -count=1 ./... | sed 's/^/verify: registry tests: /'
+	@cd hack/tools/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'
+	@# The release's image push (hack/tools/registry) against a registry on loopback.
+	@cd hack/tools/registry && go test -count=1 ./... | sed 's/^/verify: registry tests: /'
 	@echo "verify: generated files, formatting and go.mod are up to date"

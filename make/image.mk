@@ -39,9 +39,9 @@ dist: $(CYCLONEDX_GOMOD) $(HELM) ## Write release VERSION's artifacts into dist/
 REGISTRY ?=
 
 .PHONY: release-push
-release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests) and point dist/'s manifests at them (hack/registry).
+release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests) and point dist/'s manifests at them (hack/tools/registry).
 	@$(if $(REGISTRY),,echo "release-push: set REGISTRY=host/path" >&2; exit 1)
-	go -C hack/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
+	go -C hack/tools/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
 
 .PHONY: test-dist
 test-dist: $(CYCLONEDX_GOMOD) $(HELM) ## Check a release's files: make dist with images for the newest release, SHA256SUMS, digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).

@@ -129,8 +129,8 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
-	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/registry, its own module), built here, outside the namespace.
-	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/registry build -o $(BIN)/registry .)
+	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/tools/registry), built here, outside the namespace.
+	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/tools/registry build -o $(BIN)/registry .)
 	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
 	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing

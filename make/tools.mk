@@ -25,13 +25,13 @@ $(GOLANGCI_LINT):
 	mv $(BIN)/.tmp/golangci-lint $@
 
 .PHONY: promtool
-promtool: $(PROMTOOL) ## Build Prometheus's promtool from its Go module (hack/promtool pins it) into bin/promtool-<version>, for make test's alert tests.
+promtool: $(PROMTOOL) ## Build Prometheus's promtool from its Go module (hack/tools pins it) into bin/promtool-<version>, for make test's alert tests.
 # remove_all_sd: Prometheus's plugins package links no service-discovery SDK
 # (AWS, Azure, GCE, Kubernetes...), which check rules and test rules never
 # use: a cold build (empty build cache) took 2m03s instead of 3m40s.
-$(PROMTOOL): hack/promtool/go.mod hack/promtool/go.sum
+$(PROMTOOL): hack/tools/go.mod hack/tools/go.sum
 	@echo "building promtool $(PROMTOOL_VERSION) into bin/ (about 2 minutes when cold)"
-	cd hack/promtool && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%)" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool
+	cd hack/tools && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%)" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool
 	mv $@.tmp $@
 
 .PHONY: helm

@@ -78,7 +78,7 @@ func ephemeralLow() int {
 
 // FindRepoRoot returns the directory that holds the project's go.mod,
 // found from the working directory upwards (tests run in their package's
-// directory). A go.mod of another module on the way (hack/olm-validate's)
+// directory). A go.mod of another module on the way (hack/tools's)
 // is passed over: the root's is the one beside main.go.
 func FindRepoRoot() (string, error) {
 	dir, err := os.Getwd()

@@ -14,7 +14,7 @@ import (
 
 	valerrors "github.com/operator-framework/api/pkg/validation/errors"
 
-	"github.com/example/myoperator/hack/olm-validate/olmcheck"
+	"github.com/example/myoperator/hack/tools/olm-validate/olmcheck"
 )
 
 func main() {

@@ -9,13 +9,13 @@ import (
 	valerrors "github.com/operator-framework/api/pkg/validation/errors"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/myoperator/hack/olm-validate/olmcheck"
+	"github.com/example/myoperator/hack/tools/olm-validate/olmcheck"
 )
 
-// repoRoot is the operator's repository, two levels above this module.
+// repoRoot is the operator's repository, two levels above the tools' module.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

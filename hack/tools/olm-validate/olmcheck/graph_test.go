@@ -7,7 +7,7 @@ import (
 
 	"github.com/blang/semver/v4"
 
-	"github.com/example/myoperator/hack/olm-validate/olmcheck"
+	"github.com/example/myoperator/hack/tools/olm-validate/olmcheck"
 )
 
 // TestUpgradeGraph reads the CSV of bundle/ and of every released bundle
