@@ -15,7 +15,14 @@
 //     package then links no service-discovery SDK, which check rules and
 //     test rules never use) into bin/promtool-<version>, for test/alerts.
 //
-// The Kubernetes binaries (hack/k8s) and the real node's (hack/node) keep
-// a module per pinned build: each pins another release of the same
-// modules, which one module cannot hold.
+// The other go.mod files each pin another release of modules that one
+// module could hold only once (minimal version selection keeps the
+// highest), for binaries that must be built at exactly that release:
+//
+//   - hack/k8s/kube and kube-v1.33 to v1.36: k8s.io/kubernetes and its
+//     staging modules, one supported Kubernetes version each;
+//   - hack/k8s/etcd and etcd-v3.5: etcd's server 3.6.16 and 3.5.24, while
+//     kube-apiserver v1.37.2 requires etcd's client 3.7.0 and v1.33 3.5.21;
+//   - hack/node/containerd and hack/node/cni: containerd v2.4.2 requires
+//     the CNI plugins v1.9.1, the node runs the plugins v1.10.0.
 package tools
