@@ -15,11 +15,13 @@
 #
 # What makes running side by side safe:
 #   - prep installs the Debian packages and downloads the modules once
-#     (dpkg takes one lock), and tools builds every tool into bin/, before
-#     anything else runs;
-#   - the steps after verify get REGENERATE=no: verify has just
-#     regenerated every generated file and failed on drift, and nothing
-#     rewrites one while another step reads it (make/development.mk);
+#     (dpkg takes one lock), and tools builds every tool into bin/ before
+#     a step that uses one starts;
+#   - verify-generated, the only part of make verify that writes, runs
+#     before any step that reads what it writes: it makes every generated
+#     file again and fails on drift. The steps after it get REGENERATE=no,
+#     so nothing rewrites a generated file while another step reads it
+#     (make/development.mk), and the rest of verify runs beside them;
 #   - build runs once; later steps get make -o build, and make dist builds
 #     a release into bin/release/ (make/build.mk's BUILD_DIR), the
 #     multi-arch image check into bin/ci-image/: no step replaces a binary
@@ -37,27 +39,29 @@ netns_b=${CI_NETNS_B:-myoperator-ci-b}
 logs=bin/ci
 mkdir -p "$logs"
 
-after_verify="REGENERATE=no -o build"
+after="REGENERATE=no -o build"
 # name | the steps it needs | make's arguments. The order is the order in
-# which ready steps start: the longest chain first (the Kubernetes binaries,
-# then the e2e suites).
+# which ready steps start: the longest chain first (the Kubernetes
+# binaries, then the e2e suites and the install ways), the envtest suites
+# next.
 steps=(
   "prep||ci-prep"
   "k8s-binaries||k8s-binaries"
-  "tools|prep|tools -j2"
-  "verify|tools|verify"
-  "build|verify|build REGENERATE=no"
-  "test-e2e|build k8s-binaries|test-e2e $after_verify"
-  "test|verify k8s-binaries|test $after_verify NETNS=$netns_b"
-  "lint|verify|lint $after_verify"
-  "kube-score|verify|kube-score $after_verify"
-  "test-image|build|test-image $after_verify BUILD_DIR=bin/ci-image"
-  "test-dist|test-image|test-dist $after_verify"
-  "test-make-run|test|test-make-run $after_verify NETNS=$netns_b"
-  "test-dev-cluster|test-make-run|test-dev-cluster $after_verify NETNS=$netns_b"
-  "test-pod-security|test-dev-cluster|test-pod-security $after_verify NETNS=$netns_b"
-  "test-demo|test-pod-security|test-demo $after_verify NETNS=$netns_b"
-  "test-e2e-install-ways|test-e2e test-dist|test-e2e-install-ways $after_verify"
+  "verify-generated|prep|verify-generated"
+  "tools|verify-generated|tools -j2"
+  "build|verify-generated|build REGENERATE=no"
+  "test-e2e|build k8s-binaries tools|test-e2e $after"
+  "test|k8s-binaries tools|test $after NETNS=$netns_b"
+  "verify|tools|verify $after -o verify-generated"
+  "lint|tools|lint $after"
+  "kube-score|tools|kube-score $after"
+  "test-image|build|test-image $after BUILD_DIR=bin/ci-image"
+  "test-dist|test-image tools|test-dist $after"
+  "test-make-run|test|test-make-run $after NETNS=$netns_b"
+  "test-dev-cluster|test-make-run|test-dev-cluster $after NETNS=$netns_b"
+  "test-pod-security|test-dev-cluster|test-pod-security $after NETNS=$netns_b"
+  "test-demo|test-pod-security|test-demo $after NETNS=$netns_b"
+  "test-e2e-install-ways|test-e2e test-dist|test-e2e-install-ways $after"
 )
 
 declare -A need args state started took pid_of
