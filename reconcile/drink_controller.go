@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -49,39 +50,40 @@ type DrinkReconciler struct {
 	// Versions is the table of Drink versions whose layouts the ConfigMaps
 	// take; empty means drinksversions.Drinks.
 	Versions drinksversions.Table
-	// Shard, when set, is this replica's share of the Drinks, the replicas
+
+	// share, when set, is this replica's share of the Drinks, the replicas
 	// sharing them (internal/shard): the reconciler serves only the Drinks
 	// it matches, whatever else the cache holds (an API server without the
 	// ShardedListAndWatch feature sends every Drink), and labels their
 	// ConfigMaps with their bucket, by which replicas select them.
-	Shard *shard.Matcher
+	share *shard.Matcher
 
 	// writes keeps a reconcile from acting on a cached copy older than
 	// its own last status write (ownwrites.go).
 	writes ownWrites
 }
 
-// ForShare is r for one share of the Drinks: r's settings, with c to read
+// forShare is r for one share of the Drinks: r's settings, with c to read
 // and write through and m to match the share, and a record of its own
 // writes that goes with the share when the replica stops serving it.
-func (r *DrinkReconciler) ForShare(c client.Client, m *shard.Matcher) *DrinkReconciler {
+func (r *DrinkReconciler) forShare(c client.Client, m *shard.Matcher) *DrinkReconciler {
 	return &DrinkReconciler{Client: c, APIReader: r.APIReader, Recorder: r.Recorder, Namespace: r.Namespace,
-		Records: r.Records, Versions: r.Versions, Shard: m}
+		Records: r.Records, Versions: r.Versions, share: m}
 }
 
 // serves reports whether this replica reconciles d.
 func (r *DrinkReconciler) serves(d *drinksv1.Drink) bool {
-	if r.Shard == nil {
+	if r.share == nil {
 		return true
 	}
-	ok, err := r.Shard.Matches(d)
+	ok, err := r.share.Matches(d)
 	return err == nil && ok
 }
 
 // bucketLabel is the bucket label d's ConfigMap carries: "" without
 // sharding, where no label is written or compared.
 func (r *DrinkReconciler) bucketLabel(d *drinksv1.Drink) string {
-	if r.Shard == nil {
+	if r.share == nil {
 		return ""
 	}
 	return shard.BucketValue(shard.BucketOf(d.UID))
@@ -213,7 +215,21 @@ func (r *DrinkReconciler) instrumented(reader client.Reader) *instrumented {
 		reader: reader, recorder: r.Recorder, inner: r}
 }
 
-// NewShareController builds the Drink controller of one share of the
+// ShareController is the hook through which internal/shard serves one
+// bucket of the Drinks (shard.Reconciler): a Drink controller over the
+// bucket's cache, and the inventory of its Drinks, both until the bucket
+// moves. The reconciler reads and writes through s.Client and serves only
+// the Drinks s.Matcher matches.
+func (r *DrinkReconciler) ShareController(mgr ctrl.Manager, s shard.Share) (manager.Runnable, error) {
+	rs := r.forShare(s.Client, s.Matcher)
+	c, err := rs.newShareController(mgr, s.Cache, s.Options, s.Slots)
+	if err != nil {
+		return nil, err
+	}
+	return shareRun{controller: c, inventory: &Inventory{Reader: s.Cache, NoGuestbooks: true, InShare: rs.serves}}, nil
+}
+
+// newShareController builds the Drink controller of one share of the
 // Drinks, with the same watches as SetupWithManager: Drinks and their
 // ConfigMaps from share, the cache of that share, and the OperatorConfig
 // from the manager's cache. It is not added to the manager: the caller
@@ -223,7 +239,7 @@ func (r *DrinkReconciler) instrumented(reader client.Reader) *instrumented {
 // Its reconciles run only while they hold one of slots, which the
 // controllers of every bucket a replica serves share: together they run no
 // more reconciles at once than the leader's one controller would.
-func (r *DrinkReconciler) NewShareController(mgr ctrl.Manager, share cache.Cache, opts controller.Options, slots chan struct{}) (controller.Controller, error) {
+func (r *DrinkReconciler) newShareController(mgr ctrl.Manager, share cache.Cache, opts controller.Options, slots chan struct{}) (controller.Controller, error) {
 	// Each share's controller is a new one under the same name, so that
 	// its metrics continue the last one's.
 	opts.SkipNameValidation = ptr.To(true)

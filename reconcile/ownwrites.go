@@ -63,7 +63,7 @@ func (w *ownWrites) record(key types.NamespacedName, rv string, now time.Time) {
 	// (a namespace no longer served) goes in a sweep each time the map
 	// has doubled, so that the sweeps cost O(1) per record. A replica
 	// sharing the Drinks keeps the records of each bucket with that
-	// bucket's reconciler (DrinkReconciler.ForShare), freed with it.
+	// bucket's reconciler (DrinkReconciler.forShare), freed with it.
 	if len(w.m) > 2*w.swept+1024 {
 		for k, o := range w.m {
 			if now.Sub(o.at) > ownWriteWindow {

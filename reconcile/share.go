@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -9,11 +10,28 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
+
+// shareRun runs one share's Drink controller and the inventory of its
+// Drinks until the share moves; the count goes with the controller.
+type shareRun struct {
+	controller controller.Controller
+	inventory  *Inventory
+}
+
+func (s shareRun) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = s.inventory.Start(ctx) })
+	return s.controller.Start(ctx)
+}
 
 // limited runs a reconcile only while it holds one of slots.
 type limited struct {

@@ -197,6 +197,18 @@ type inProcessOptions struct {
 	tuneMigration func(*migrate.Migrator)
 }
 
+// ShardingOptions turn on sharing the Drinks among the replicas
+// (--shard-drinks): each replica reconciles the Drinks of the buckets it
+// holds, watching only those through the API server's sharded list and
+// watch (internal/shard). Guestbooks, the OperatorConfig and the storage
+// migration stay with the leader; every replica serves the webhooks.
+type ShardingOptions struct {
+	// Duration is how long a replica that stopped renewing its member
+	// Lease still counts as a member; Renew how often each replica renews
+	// it and looks at the buckets. Zero uses 15 s and 5 s.
+	Duration, Renew time.Duration
+}
+
 // CertOptions configure the certificate rotator.
 type CertOptions struct {
 	// SecretName holds the CA and serving certificate, in Namespace.
@@ -421,7 +433,12 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 		if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache(), NoDrinks: true}); err != nil {
 			return err
 		}
-		return addSharedDrinks(cfg, mgr, o, drinks, copts)
+		return shard.Setup(mgr, shard.Options{
+			Namespace: o.Namespace, Identity: o.PodName, Duration: o.Sharding.Duration, Renew: o.Sharding.Renew,
+			// A bucket's cache holds what the manager's would.
+			Namespaces: servedNamespaces(o.WatchNamespaces), ConfigMaps: managedBy,
+			TrimDrink: reconcile.TrimDrink, TrimConfigMap: reconcile.TrimConfigMap, Controller: copts,
+		}, drinks)
 	}
 	if err := mgr.Add(&reconcile.Inventory{Reader: mgr.GetCache()}); err != nil {
 		return err

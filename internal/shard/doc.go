@@ -32,4 +32,13 @@
 // without the feature gate ignores the selector and sends everything. The
 // Drinks' ConfigMaps carry their Drink's bucket in BucketLabel, by which a
 // replica selects them.
+//
+// Setup is the one call the manager makes to share the Drinks: it adds the
+// Coordinator, and for each bucket held it starts a cache of that bucket
+// alone (listed in turn with the replica's other buckets: listInTurn) and
+// the Drink controller over it, which it gets from the reconciler through
+// Reconciler, the one hook the reconciler implements. The runtime lives
+// here rather than in the manager's assembly so that the bucket caches,
+// the list turns and the handovers are changed, and tested, in one place;
+// the reconciler is an interface because its package imports this one.
 package shard

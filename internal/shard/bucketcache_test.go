@@ -1,8 +1,9 @@
-package app
+package shard_test
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,18 +13,75 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/shard"
+	"github.com/example/myoperator/test/framework/testenv"
 )
+
+// TestFillBucketCacheLists: when fillBucketCache returns, the bucket's
+// Drink and ConfigMap informers have both listed, so that the lists are
+// made in the bucket's turn and the controller started after it lists
+// nothing. A cache whose informers were left to the controller's start
+// reports itself synced with nothing listed.
+func TestFillBucketCacheLists(t *testing.T) {
+	_, cfg, c := testenv.Start(t, testenv.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	const ns = "fill"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)},
+			Spec: drinksv1.DrinkSpec{DisplayName: "x", Beverage: "tea"}}
+		if err := c.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	share, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stopErrs []error
+	if !shard.FillBucketCache(ctx, share, &wg, func(err error) { mu.Lock(); stopErrs = append(stopErrs, err); mu.Unlock() }) {
+		t.Fatal("fillBucketCache: the cache did not sync")
+	}
+	for _, obj := range []client.Object{&drinksv1.Drink{}, &corev1.ConfigMap{}} {
+		inf, err := share.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inf.HasSynced() {
+			t.Errorf("the %T informer had not listed when fillBucketCache returned", obj)
+		}
+	}
+	// The Drinks are there without another list.
+	held := &drinksv1.DrinkList{}
+	if err := share.List(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if len(held.Items) != 3 {
+		t.Errorf("the bucket's cache holds %d Drinks, want 3", len(held.Items))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stopErrs) > 0 {
+		t.Errorf("the cache stopped: %v", stopErrs)
+	}
+}
 
 // TestBucketCacheWithoutTheGate: an API server without ShardedListAndWatch
 // ignores a bucket cache's selector and sends every Drink; the cache still
 // holds only the bucket's, from its first list and from its watch, and
 // every Drink dropped is counted.
 func TestBucketCacheWithoutTheGate(t *testing.T) {
-	cfg, c := crdAPIServer(t)
+	_, cfg, c := testenv.Start(t, testenv.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "bucket"
@@ -46,7 +104,7 @@ func TestBucketCacheWithoutTheGate(t *testing.T) {
 	var outside atomic.Int64
 	share, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}},
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(withShardSelector(lw, shard.Selector(buckets), m, func() { outside.Add(1) }), obj, resync, idx)
+			return toolscache.NewSharedIndexInformer(shard.WithShardSelector(lw, shard.Selector(buckets), m, func() { outside.Add(1) }), obj, resync, idx)
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +117,7 @@ func TestBucketCacheWithoutTheGate(t *testing.T) {
 		t.Fatal("the cache did not sync")
 	}
 	create(64, 128)
-	eventually(t, 30*time.Second, func() string {
+	testenv.Eventually(t, 30*time.Second, func() string {
 		all := &drinksv1.DrinkList{}
 		if err := c.List(ctx, all); err != nil {
 			return err.Error()
@@ -87,20 +145,4 @@ func TestBucketCacheWithoutTheGate(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-// eventually fails t unless f returns "" within timeout.
-func eventually(t *testing.T, timeout time.Duration, f func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := f()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
