@@ -47,9 +47,6 @@ type DrinkReconciler struct {
 	// Records is the record of the accepted configuration, shared with the
 	// OperatorConfig reconciler; nil reads it through Client each time.
 	Records *opconfig.Records
-	// Versions is the table of Drink versions whose layouts the ConfigMaps
-	// take; empty means drinksversions.Drinks.
-	Versions drinksversions.Table
 
 	// share, when set, is this replica's share of the Drinks, the replicas
 	// sharing them (internal/shard): the reconciler serves only the Drinks
@@ -68,7 +65,7 @@ type DrinkReconciler struct {
 // writes that goes with the share when the replica stops serving it.
 func (r *DrinkReconciler) forShare(c client.Client, m *shard.Matcher) *DrinkReconciler {
 	return &DrinkReconciler{Client: c, APIReader: r.APIReader, Recorder: r.Recorder, Namespace: r.Namespace,
-		Records: r.Records, Versions: r.Versions, share: m}
+		Records: r.Records, share: m}
 }
 
 // serves reports whether this replica reconciles d.
@@ -89,7 +86,10 @@ func (r *DrinkReconciler) bucketLabel(d *drinksv1.Drink) string {
 	return shard.BucketValue(shard.BucketOf(d.UID))
 }
 
-func (r *DrinkReconciler) versions() drinksversions.Table { return r.Versions.OrDrinks() }
+// versions is the table of Drink versions whose layouts the ConfigMaps
+// take. The tests of another table (a fourth version) call the functions
+// that take one (render.ConfigMapDataIn, staleKeys), not the reconciler.
+func (r *DrinkReconciler) versions() drinksversions.Table { return drinksversions.Drinks }
 
 // +kubebuilder:rbac:groups=example.com,resources=drinks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=drinks/status,verbs=get;update;patch

@@ -135,9 +135,6 @@ const ReasonReconcilePanic = "ReconcilePanic"
 type Inventory struct {
 	// Reader is the manager's cache.
 	Reader client.Reader
-	// Versions is the table of Drink versions, each served one a series
-	// even at 0; empty means drinksversions.Drinks.
-	Versions drinksversions.Table
 	// NoDrinks and NoGuestbooks leave a kind out: with the Drinks shared,
 	// the leader exports the Guestbooks and each share its Drinks.
 	NoDrinks, NoGuestbooks bool
@@ -152,7 +149,7 @@ func (i *Inventory) NeedLeaderElection() bool { return true }
 // Start exports the counts until the context ends (leadership lost or
 // the manager stopping).
 func (i *Inventory) Start(ctx context.Context) error {
-	d := &drinkSource{reader: i.Reader, versions: i.Versions.OrDrinks(), inShare: i.InShare}
+	d := &drinkSource{reader: i.Reader, versions: drinksversions.Drinks, inShare: i.InShare}
 	if !i.NoDrinks {
 		inventory.setDrinks(d)
 	}

@@ -89,7 +89,7 @@ func allServed(crd *apiextensionsv1.CustomResourceDefinition, known drinksversio
 // again changes nothing. Only the metadata is listed: the entries are all
 // it looks at.
 func (m *Migrator) cleanAll(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, attempt int) error {
-	if allServed(crd, m.versions()) {
+	if allServed(crd, m.table()) {
 		m.Log.V(1).Info("managedFields cleanup not needed: every version is served")
 		return nil
 	}

@@ -57,10 +57,11 @@ type Migrator struct {
 	// AfterPage, when set, is called after each page is rewritten and
 	// before the next is listed (tests force an etcd compaction there).
 	AfterPage func(context.Context, Page)
-	// Versions is the history of the Drink API that the migration knows:
-	// every version any release served, and the legacy one. Empty means
-	// drinksversions.Drinks.
-	Versions drinksversions.Table
+	// versions is the history of the Drink API that the migration knows:
+	// every version any release served, and the legacy one. Empty (as the
+	// binary leaves it) means drinksversions.Drinks; only the package's
+	// tests set another.
+	versions drinksversions.Table
 }
 
 // Page tells where a migration stands after a page.
@@ -165,7 +166,7 @@ func (m *Migrator) run(ctx context.Context, attempt int) error {
 // storedVersions.
 func (m *Migrator) migrate(ctx context.Context, attempt int, stored []string, storage string) error {
 	m.Log.Info("storage migration started", "from", stored, "to", storage, "attempt", attempt)
-	total, err := m.rewriteAll(ctx, attempt, legacyVersion(m.versions(), stored))
+	total, err := m.rewriteAll(ctx, attempt, legacyVersion(m.table(), stored))
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (m *Migrator) backoff() wait.Backoff {
 	return m.Backoff
 }
 
-func (m *Migrator) versions() drinksversions.Table { return m.Versions.OrDrinks() }
+func (m *Migrator) table() drinksversions.Table { return m.versions.OrDrinks() }
 
 // legacyVersion returns the legacy version of t (drinksversions.Version's
 // Legacy) when it is among the CRD's stored versions: Drinks without an

@@ -41,8 +41,8 @@ func TestFourthDrinkVersion(t *testing.T) {
 		{"as built, v1alpha1 removed", nil, crd("v1", "v1beta1"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Migrator{Versions: tc.table}
-			if got := allServed(tc.crd, m.versions()); got != tc.wantAllServed {
+			m := &Migrator{versions: tc.table}
+			if got := allServed(tc.crd, m.table()); got != tc.wantAllServed {
 				t.Errorf("allServed = %v, want %v", got, tc.wantAllServed)
 			}
 		})

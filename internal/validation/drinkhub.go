@@ -101,7 +101,7 @@ func (v DrinkValidator) checkNoConversionData(d *drinksv1.Drink) field.ErrorList
 	if !ok {
 		return nil
 	}
-	t := v.versions()
+	t := v.table()
 	hub := t.Hub().Name
 	detail := fmt.Sprintf("belongs to the operator: conversion writes it on %s Drinks to keep the %s fields they lack; "+
 		"remove it, and set those fields through %s/%s", drinksversions.List(t.Spokes()), hub, drinksv1.GroupVersion.Group, hub)
@@ -116,7 +116,7 @@ func (v DrinkValidator) checkNoConversionData(d *drinksv1.Drink) field.ErrorList
 // update only when the value is new (unchanged values come from the stored
 // Drink).
 func (v DrinkValidator) explainConversionData(errs field.ErrorList, old, d *drinksv1.Drink, requestVersion string) field.ErrorList {
-	fields := v.versions().HubOnly(requestVersion)
+	fields := v.table().HubOnly(requestVersion)
 	if len(fields) == 0 {
 		return errs
 	}
@@ -129,7 +129,7 @@ func (v DrinkValidator) explainConversionData(errs field.ErrorList, old, d *drin
 		// that stands for another (v1alpha1's name is v1's displayName,
 		// not v1's course field name).
 		note := fmt.Sprintf("this value came from the metadata.annotations[%s] annotation, since %s has no field for %s's spec.%s",
-			drinksv1.ConversionDataAnnotation, requestVersion, v.versions().Hub().Name, f)
+			drinksv1.ConversionDataAnnotation, requestVersion, v.table().Hub().Name, f)
 		if e.Detail == "" {
 			e.Detail = note
 		} else {

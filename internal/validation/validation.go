@@ -27,12 +27,18 @@ const MaxGuestbookNameLength = 52
 // DrinkValidator checks Drinks against one table of Drink versions, which
 // says what a Drink may be authored in, which fields each version lacks and
 // what a write through each one warns about. The zero value uses
-// drinksversions.Drinks, as the package's functions do.
+// drinksversions.Drinks, as the binary always does.
 type DrinkValidator struct {
-	// Versions is the table of Drink versions; empty means
-	// drinksversions.Drinks.
-	Versions drinksversions.Table
+	// versions is the table of Drink versions; empty means
+	// drinksversions.Drinks. Only tests give another (a fourth version),
+	// through NewDrinkValidator.
+	versions drinksversions.Table
 }
+
+// NewDrinkValidator is a DrinkValidator of the table t; empty means
+// drinksversions.Drinks. The Drink webhook passes its own table on, so
+// that a test that gives the webhook a fourth version validates with it.
+func NewDrinkValidator(t drinksversions.Table) DrinkValidator { return DrinkValidator{versions: t} }
 
 // checkNameIsLabel: the Drink's name becomes a label value on its ConfigMap,
 // so it must fit one.
@@ -57,7 +63,7 @@ func checkSmallExtras(d *drinksv1.Drink) field.ErrorList {
 // so it must name a version a client can write in.
 func (v DrinkValidator) checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList {
 	authored, ok := d.Annotations[drinksv1.AuthoredVersionAnnotation]
-	served := v.versions().Served()
+	served := v.table().Served()
 	if !ok || slices.Contains(served, authored) {
 		return nil
 	}
@@ -69,7 +75,7 @@ func (v DrinkValidator) checkAuthoredVersion(d *drinksv1.Drink) field.ErrorList 
 // older API version, from v's table: a deprecated version says so, and each
 // field that the hub names otherwise names its v1 replacement.
 func (v DrinkValidator) Warnings(requestVersion string) []string {
-	t := v.versions()
+	t := v.table()
 	version, ok := t.Lookup(requestVersion)
 	if !ok || version.Storage {
 		return nil
@@ -88,7 +94,7 @@ func (v DrinkValidator) Warnings(requestVersion string) []string {
 	return warnings
 }
 
-func (v DrinkValidator) versions() drinksversions.Table { return v.Versions.OrDrinks() }
+func (v DrinkValidator) table() drinksversions.Table { return v.versions.OrDrinks() }
 
 // ValidateGuestbook checks a Guestbook beyond its schema. others are the
 // other Guestbooks in the cluster: two Guestbooks must not share a

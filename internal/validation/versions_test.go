@@ -82,7 +82,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 		{name: "the table as built", table: drinksversions.Drinks},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := validation.DrinkValidator{Versions: tc.table}
+			v := validation.NewDrinkValidator(tc.table)
 			if errs := v.Validate(authored); (len(errs) == 0) != tc.wantAuthored {
 				t.Errorf("authored in v1gamma1: %v, want valid %v", errs, tc.wantAuthored)
 			}

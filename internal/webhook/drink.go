@@ -32,9 +32,10 @@ type DrinkWebhook struct {
 	// while the OperatorConfig is missing or invalid; nil reads it through
 	// Config.
 	Records *opconfig.Records
-	// Versions is the table of Drink versions; empty means
-	// drinksversions.Drinks.
-	Versions drinksversions.Table
+	// versions is the table of Drink versions; empty (as the binary
+	// leaves it) means drinksversions.Drinks. Only tests set another,
+	// through export_test.go.
+	versions drinksversions.Table
 }
 
 var (
@@ -55,7 +56,7 @@ func (w *DrinkWebhook) Default(ctx context.Context, d *drinksv1.Drink) error {
 			return err
 		}
 	}
-	DefaultDrinkIn(w.Versions, d, old, requestVersion(req), func() drinksv1.Size {
+	DefaultDrinkIn(w.versions, d, old, requestVersion(req), func() drinksv1.Size {
 		// A missing or invalid OperatorConfig must not block Drinks: Load
 		// falls back to the last accepted configuration (else the built-in
 		// defaults) and the OperatorConfig's status reports the problem.
@@ -149,8 +150,8 @@ func (w *DrinkWebhook) ValidateDelete(context.Context, *drinksv1.Drink) (admissi
 // version the client wrote in, and values kept in the conversion-data
 // annotation reach v1 without any check.
 func (w *DrinkWebhook) validate(ctx context.Context, old, d *drinksv1.Drink) (admission.Warnings, error) {
-	versions := w.Versions.OrDrinks()
-	rules := validation.DrinkValidator{Versions: versions}
+	versions := w.versions.OrDrinks()
+	rules := validation.NewDrinkValidator(versions)
 	version := versions.Hub().Name
 	var warnings admission.Warnings
 	if req, err := admission.RequestFromContext(ctx); err == nil {

@@ -61,7 +61,7 @@ func TestFourthDrinkVersion(t *testing.T) {
 			}
 
 			before := deprecatedWrites(t, "v1gamma1")
-			w := &webhook.DrinkWebhook{Versions: tc.table}
+			w := webhook.NewDrinkWebhookIn(tc.table)
 			warnings, err := w.ValidateCreate(ctx, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Name: "gamma"},
 				Spec: drinksv1.DrinkSpec{DisplayName: "y", Beverage: "tea", Size: drinksv1.SizeSmall}})
 			if err != nil {
