@@ -25,10 +25,13 @@ type shareRun struct {
 }
 
 func (s shareRun) Start(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Deferred in this order so that they run cancel first, then wait: a
+	// controller that stops on its own (an error) ends the inventory too,
+	// and the share is handed back, rather than waiting for ctx forever.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	wg.Go(func() { _ = s.inventory.Start(ctx) })
 	return s.controller.Start(ctx)
 }

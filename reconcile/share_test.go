@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -112,5 +114,33 @@ func TestUntilStoppedRemovesItsHandler(t *testing.T) {
 	}
 	if _, ok, _ := inf.GetStore().GetByKey(operatorv1alpha1.SingletonName); !ok {
 		t.Fatal("the manager's informer stopped with the controller")
+	}
+}
+
+// failingController stops at once with err, as a controller whose
+// sources cannot start does.
+type failingController struct {
+	controller.Controller
+	err error
+}
+
+func (c failingController) Start(context.Context) error { return c.err }
+
+// TestShareRunEndsWithItsController: when a share's controller stops on
+// its own, shareRun stops the inventory and returns the error, so that the
+// coordinator can give the share up and try again; before, it waited for
+// the inventory, which waits for the share to be given up: never.
+func TestShareRunEndsWithItsController(t *testing.T) {
+	want := errors.New("source did not start")
+	run := shareRun{controller: failingController{err: want}, inventory: &Inventory{NoDrinks: true, NoGuestbooks: true}}
+	done := make(chan error, 1)
+	go func() { done <- run.Start(context.Background()) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, want) {
+			t.Fatalf("Start returned %v, want %v", err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return after its controller stopped (it waits for a context nobody cancels)")
 	}
 }

@@ -52,8 +52,6 @@ type Migrator struct {
 	// Backoff spaces failed attempts; its Steps only limit how often the
 	// delay grows, never how often it retries. Zero uses DefaultBackoff.
 	Backoff wait.Backoff
-	// Clock measures the back-off; nil uses the real clock.
-	Clock clock.Clock
 	// AfterPage, when set, is called after each page is rewritten and
 	// before the next is listed (tests force an etcd compaction there).
 	AfterPage func(context.Context, Page)
@@ -104,7 +102,7 @@ func (m *Migrator) NeedLeaderElection() bool { return true }
 // is logged and reported through Status after every attempt.
 func (m *Migrator) Start(ctx context.Context) error {
 	attempt := 0
-	retryUntilDone(ctx, m.clock(), m.backoff().DelayFunc(), func(ctx context.Context) error {
+	retryUntilDone(ctx, clock.RealClock{}, m.backoff().DelayFunc(), func(ctx context.Context) error {
 		attempt++
 		err := m.run(ctx, attempt)
 		if ctx.Err() != nil {
@@ -305,13 +303,6 @@ func legacyVersion(t drinksversions.Table, stored []string) string {
 		return v.Name
 	}
 	return ""
-}
-
-func (m *Migrator) clock() clock.Clock {
-	if m.Clock == nil {
-		return clock.RealClock{}
-	}
-	return m.Clock
 }
 
 func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {

@@ -234,10 +234,14 @@ func serveBucket(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler,
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Deferred in this order so that they run cancel first, then wait: a
+	// controller that stops on its own (an error) stops the bucket's cache
+	// too, and the coordinator gets the error and tries again, rather than
+	// this waiting for ctx forever.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ran, synced := listInTurn(ctx, lim, func() bool {
 		return fillBucketCache(ctx, share, &wg, func(err error) {
 			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
