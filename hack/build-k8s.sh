@@ -54,21 +54,42 @@ esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-build etcd "$etcd_mod" .
-build kube-apiserver "$kube_mod" ./cmd/kube-apiserver "$ldflags"
-if [ "$full" = true ]; then
-  build kube-controller-manager "$kube_mod" ./cmd/kube-controller-manager "$ldflags"
-  build kube-scheduler "$kube_mod" ./cmd/kube-scheduler "$ldflags"
-fi
-
-# kwok and kwokctl are installed at their tagged release, outside any module.
-for name in $([ "$full" = true ] && echo kwokctl kwok); do
-  if [ -x "$out/$name" ]; then step "$name: present"; continue; fi
-  step "$name: building sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}..."
-  GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}" \
-    || fail "$name did not build; see the go output above"
-  step "$name: done"
+# The control plane's binaries come from one module: one go build of the
+# missing ones compiles their shared packages once and links them side by
+# side, where one build after another left a core idle through each link.
+# etcd and kwok, modules of their own, build at the same time, in the
+# background; each failure is reported by name.
+kube_cmds=kube-apiserver
+[ "$full" = true ] && kube_cmds="kube-apiserver kube-controller-manager kube-scheduler"
+missing=()
+for name in $kube_cmds; do
+  if [ -x "$out/$name" ]; then step "$name: present"; else missing+=("$name"); fi
 done
+
+pids=()
+( build etcd "$etcd_mod" . ) & pids+=($!)
+if [ "$full" = true ]; then
+  ( for name in kwokctl kwok; do
+      if [ -x "$out/$name" ]; then step "$name: present"; continue; fi
+      step "$name: building sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}..."
+      GOBIN="$out/.kwok.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}" \
+        || fail "$name did not build; see the go output above"
+      mv "$out/.kwok.tmp/$name" "$out/$name"
+      step "$name: done"
+    done ) & pids+=($!)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  step "${missing[*]}: building (module $kube_mod)..."
+  tmp="$out/.kube.tmp"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  ( cd "$root/$kube_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" $(printf './cmd/%s ' "${missing[@]}") ) \
+    || fail "${missing[*]} did not build; see the go output above (a cold build needs the Go module proxy)"
+  for name in "${missing[@]}"; do mv "$tmp/$name" "$out/$name"; done
+  rm -rf "$tmp"
+  step "${missing[*]}: done"
+fi
+for pid in "${pids[@]}"; do wait "$pid" || fail "see above"; done
+rm -rf "$out/.kwok.tmp"
 
 "$out/kube-apiserver" --version >/dev/null || fail "kube-apiserver does not run"
 step "all binaries ready in $out ($("$out/kube-apiserver" --version))"

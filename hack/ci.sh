@@ -30,46 +30,54 @@
 #     namespace of their own (CI_NETNS_B), the e2e suites in make's NETNS:
 #     their API servers, pod IPs and loopback ports never meet.
 #
-# Usage: MAKE=make hack/ci.sh   (CI_JOBS: most steps at once, 4 by default)
+# Usage: MAKE=make hack/ci.sh   (CI_JOBS: most steps at once, 6 by default)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
-jobs=${CI_JOBS:-4}
+jobs=${CI_JOBS:-6}
 netns_b=${CI_NETNS_B:-myoperator-ci-b}
 logs=bin/ci
 mkdir -p "$logs"
 
 after="REGENERATE=no -o build"
-# name | the steps it needs | make's arguments. The order is the order in
-# which ready steps start: the longest chain first (the Kubernetes
-# binaries, then the e2e suites and the install ways), the envtest suites
-# next.
+# name | the steps it needs | niceness | make's arguments. The order is
+# the order in which ready steps start: the longest chain first (the
+# Kubernetes binaries, then the e2e suites and the install ways), the
+# envtest suites next. On a fresh machine the builds before the suites
+# take the cores for about a quarter of an hour; the checks that nothing
+# waits for (lint, the rest of verify, kube-score, the images, the release
+# files, the tools only they and the envtest suites use) run at niceness
+# 10, so that the Kubernetes binaries and what the e2e suites need get the
+# cores first. The suites themselves run at 0: their API servers and
+# managers must not starve.
 steps=(
-  "prep||ci-prep"
-  "k8s-binaries||k8s-binaries"
-  "verify-generated|prep|verify-generated"
-  "tools|verify-generated|tools -j2"
-  "build|verify-generated|build REGENERATE=no"
-  "test-e2e|build k8s-binaries tools|test-e2e $after"
-  "test|k8s-binaries tools|test $after NETNS=$netns_b"
-  "verify|tools|verify $after -o verify-generated"
-  "lint|tools|lint $after"
-  "kube-score|tools|kube-score $after"
-  "test-image|build|test-image $after BUILD_DIR=bin/ci-image"
-  "test-dist|test-image tools|test-dist $after"
-  "test-make-run|test|test-make-run $after NETNS=$netns_b"
-  "test-dev-cluster|test-make-run|test-dev-cluster $after NETNS=$netns_b"
-  "test-pod-security|test-dev-cluster|test-pod-security $after NETNS=$netns_b"
-  "test-demo|test-pod-security|test-demo $after NETNS=$netns_b"
-  "test-e2e-install-ways|test-e2e test-dist|test-e2e-install-ways $after"
+  "prep||0|ci-prep"
+  "k8s-binaries||0|k8s-binaries"
+  "verify-generated|prep|0|verify-generated"
+  "e2e-tools|verify-generated|0|cert-manager helm -j2"
+  "build|verify-generated|0|build REGENERATE=no"
+  "tools|e2e-tools|10|tools -j2"
+  "test-e2e|build k8s-binaries e2e-tools|0|test-e2e $after"
+  "test|k8s-binaries tools|0|test $after NETNS=$netns_b"
+  "verify|tools|10|verify $after -o verify-generated"
+  "lint|tools|10|lint $after"
+  "kube-score|tools|10|kube-score $after"
+  "test-image|build|10|test-image $after BUILD_DIR=bin/ci-image"
+  "test-dist|test-image tools|10|test-dist $after"
+  "test-make-run|test|0|test-make-run $after NETNS=$netns_b"
+  "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
+  "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"
+  "test-demo|test-pod-security|0|test-demo $after NETNS=$netns_b"
+  "test-e2e-install-ways|test-e2e test-dist|0|test-e2e-install-ways $after"
 )
 
-declare -A need args state started took pid_of
+declare -A need niceness args state started took pid_of
 order=()
 for s in "${steps[@]}"; do
-  IFS='|' read -r name deps margs <<<"$s"
+  IFS='|' read -r name deps nice margs <<<"$s"
   order+=("$name")
   need[$name]=$deps
+  niceness[$name]=$nice
   args[$name]=$margs
   state[$name]=waiting
 done
@@ -92,9 +100,9 @@ launch() {
   state[$name]=running
   started[$name]=$(now)
   running=$((running + 1))
-  echo "ci: [$(now) s] start $name (make ${args[$name]})"
+  echo "ci: [$(now) s] start $name (make ${args[$name]}; niceness ${niceness[$name]})"
   # shellcheck disable=SC2086 # args is a word list.
-  ( exec $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1 ) &
+  ( exec nice -n "${niceness[$name]}" $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1 ) &
   pid_of[$!]=$name
 }
 
