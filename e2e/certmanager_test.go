@@ -185,7 +185,7 @@ func startCertManager(cfg *envconf.Config) (*certManager, error) {
 		return nil, fmt.Errorf("finding cert-manager's module (make cert-manager downloads it): %w", err)
 	}
 	version, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	cm := &certManager{crds: filepath.Join(dir, "deploy", "crds"), overlay: filepath.Join(root, "bin", "e2e-certmanager"), done: make(chan error, 1)}
+	cm := &certManager{crds: filepath.Join(dir, "deploy", "crds"), overlay: filepath.Join(root, "bin", runName+"-certmanager"), done: make(chan error, 1)}
 	if out, err := kubectl(cfg, "apply", "--server-side", "-f", cm.crds); err != nil {
 		return nil, fmt.Errorf("cert-manager's CRDs: %w: %s", err, out)
 	}

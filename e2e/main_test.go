@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -36,9 +37,30 @@ import (
 	"github.com/example/myoperator/test/podrunner"
 )
 
+// runName names this run's cluster, its folders under bin/ and its
+// containers (E2E_NAME, "e2e" by default), so that two runs share the
+// machine: make ci runs the install ways, in a network namespace of their
+// own, beside the e2e suite.
+var runName = func() string {
+	n := os.Getenv("E2E_NAME")
+	if n == "" {
+		return "e2e"
+	}
+	if !regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,30}$`).MatchString(n) {
+		fmt.Fprintf(os.Stderr, "e2e: E2E_NAME=%q: want lower-case letters, digits and dashes (it names a cluster, folders and containers)\n", n)
+		os.Exit(2)
+	}
+	return n
+}()
+
+// clusterName is the cluster the suite creates.
+var clusterName = "myoperator-" + runName
+
+// kwokDir is kwokctl's work directory for the suite's cluster.
+func kwokDir() string { return filepath.Join(root, "bin", "kwok-"+runName) }
+
 const (
-	clusterName = "myoperator-e2e"
-	operatorNS  = "myoperator-system"
+	operatorNS = "myoperator-system"
 	// operatorPods selects the Deployment's pods (config/manager).
 	operatorPods = "app.kubernetes.io/name=myoperator,control-plane=controller-manager"
 	leaseName    = "myoperator.example.com"
@@ -90,7 +112,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	logDir = filepath.Join(root, "bin", "e2e-logs")
+	logDir = filepath.Join(root, "bin", runName+"-logs")
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -225,7 +247,7 @@ func useBinaries(dir string) env.Func {
 			"KWOK_KUBE_CONTROLLER_MANAGER_BINARY": filepath.Join(dir, "kube-controller-manager"),
 			"KWOK_KUBE_SCHEDULER_BINARY":          filepath.Join(dir, "kube-scheduler"),
 			"KWOK_CONTROLLER_BINARY":              filepath.Join(dir, "kwok"),
-			"KWOK_WORKDIR":                        filepath.Join(root, "bin", "kwok-e2e"),
+			"KWOK_WORKDIR":                        kwokDir(),
 		} {
 			if err := os.Setenv(k, v); err != nil {
 				return ctx, err
@@ -240,7 +262,7 @@ func useBinaries(dir string) env.Func {
 func createCluster(bin string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		kwokctl := filepath.Join(bin, "kwokctl")
-		path, err := writeKwokConfig(filepath.Join(root, "bin", "kwok-e2e"), kwokctl)
+		path, err := writeKwokConfig(kwokDir(), kwokctl)
 		if err != nil {
 			return ctx, err
 		}
@@ -363,7 +385,7 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	var err error
 	runner, err = podrunner.New(podrunner.Config{
 		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
-		Dir: logDir, ContainerPrefix: "e2e-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+		Dir: logDir, ContainerPrefix: runName + "-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return ctx, err
@@ -609,7 +631,7 @@ func leaveCluster(ctx context.Context, _ *envconf.Config) (context.Context, erro
 
 func keepCluster(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	fmt.Printf("e2e: E2E_KEEP_CLUSTER=1: cluster %s kept; KUBECONFIG=%s (inside the network namespace: hack/netns.sh myoperator-test kubectl ...); delete it with KWOK_WORKDIR=%s %s delete cluster --name %s\n",
-		clusterName, cfg.KubeconfigFile(), filepath.Join(root, "bin", "kwok-e2e"), filepath.Join(root, "bin", "k8s", testenv.KubeVersion, "kwokctl"), clusterName)
+		clusterName, cfg.KubeconfigFile(), kwokDir(), filepath.Join(root, "bin", "k8s", testenv.KubeVersion, "kwokctl"), clusterName)
 	return ctx, nil
 }
 

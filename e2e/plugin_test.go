@@ -22,10 +22,10 @@ import (
 const doctorTimeout = 60 * time.Second
 
 // buildPlugin builds the kubectl plugin (kubectl-myoperator) from the
-// repository once, into bin/e2e-plugin, and puts that folder first on
+// repository once, into bin/<E2E_NAME>-plugin, and puts that folder first on
 // PATH, where kubectl finds it as kubectl myoperator.
 func buildPlugin(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-	dir := filepath.Join(root, "bin", "e2e-plugin")
+	dir := filepath.Join(root, "bin", runName+"-plugin")
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-myoperator"), "./kubectl-myoperator")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {

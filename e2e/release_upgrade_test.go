@@ -65,7 +65,7 @@ func (p previousRelease) image() string { return "localhost/myoperator-release:"
 // config is a kustomization of the release's own install (its
 // config/default) with only the image renamed (image()).
 func (p previousRelease) config() string {
-	return filepath.Join(root, "bin", "releases", "overlays", p.version)
+	return filepath.Join(root, "bin", "releases", "overlays", runName, p.version)
 }
 
 // preparePreviousRelease checks the previous release out of git, builds it

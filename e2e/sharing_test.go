@@ -152,7 +152,7 @@ func sharing() features.Feature {
 			if !mode.created() {
 				t.Skip("the audit log is the suite's own cluster's (an existing cluster's is its admin's)")
 			}
-			path := filepath.Join(root, "bin", "kwok-e2e", "clusters", clusterName, "logs", "audit.log")
+			path := filepath.Join(kwokDir(), "clusters", clusterName, "logs", "audit.log")
 			events, err := shardaudit.Read(path, began, time.Now())
 			if err != nil {
 				t.Fatal(err)

@@ -320,7 +320,7 @@ func collectorLog(name string, drinkUIDs map[string]string) string {
 	if !mode.created() || mode.realNode {
 		return ""
 	}
-	path := filepath.Join(root, "bin", "kwok-e2e", "clusters", clusterName, "logs", "kube-controller-manager.log")
+	path := filepath.Join(kwokDir(), "clusters", clusterName, "logs", "kube-controller-manager.log")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "kube-controller-manager's log: " + err.Error()
@@ -346,7 +346,7 @@ func collectorLostDrinks(deleteStart time.Time) string {
 	if !mode.created() || mode.realNode {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(root, "bin", "kwok-e2e", "clusters", clusterName, "logs", "kube-controller-manager.log"))
+	data, err := os.ReadFile(filepath.Join(kwokDir(), "clusters", clusterName, "logs", "kube-controller-manager.log"))
 	if err != nil {
 		return ""
 	}

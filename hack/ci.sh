@@ -27,8 +27,11 @@
 #     multi-arch image check into bin/ci-image/: no step replaces a binary
 #     another step is putting into an image;
 #   - the envtest suites and the clusters after them run in a network
-#     namespace of their own (CI_NETNS_B), the e2e suites in make's NETNS:
-#     their API servers, pod IPs and loopback ports never meet.
+#     namespace of their own (CI_NETNS_B), the e2e suite in make's NETNS,
+#     the install ways in theirs (INSTALL_WAYS_NETNS): their API servers,
+#     pod IPs and loopback ports never meet. The two e2e runs name their
+#     clusters, folders and containers apart (E2E_NAME), and take the
+#     previous release's build in turn (hack/previous-release.sh's lock).
 #
 # Usage: MAKE=make hack/ci.sh   (CI_JOBS: most steps at once, 6 by default)
 set -uo pipefail
@@ -68,7 +71,7 @@ steps=(
   "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
   "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"
   "test-demo|test-pod-security|0|test-demo $after NETNS=$netns_b"
-  "test-e2e-install-ways|test-e2e test-dist|0|test-e2e-install-ways $after"
+  "test-e2e-install-ways|test-dist k8s-binaries e2e-tools|0|test-e2e-install-ways $after"
 )
 
 declare -A need niceness args state started took pid_of

@@ -53,6 +53,15 @@ check_release "$version" "$commit"
 commit=$(git rev-parse --verify --quiet "$commit^{commit}") || fail "release commit of $version is not in this repository"
 
 dir="$root/bin/releases/$version"
+# One run at a time: the e2e suite and the install ways run side by side
+# in make ci, and each asks for the release; the second waits for the
+# first's build and then finds it done.
+mkdir -p "$root/bin/releases"
+exec 9>"$root/bin/releases/.lock"
+flock 9
+# A build of exactly this commit, by this Go, is not made again: another
+# suite may be putting its binaries into an image at this moment.
+stamp="$commit $(go env GOVERSION)"
 if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null || true)" != "$commit" ]; then
   git worktree remove --force "$dir" >/dev/null 2>&1 || rm -rf "$dir"
   git worktree prune
@@ -64,7 +73,11 @@ fi
 
 # The release's own build recipe, with the same Go toolchain and module
 # cache as the current tree.
-make -C "$dir" --no-print-directory build >&2 || fail "make build of $version (commit $commit) failed; see above"
+if [ "$(cat "$dir/bin/.previous-release-built" 2>/dev/null)" != "$stamp" ]; then
+  rm -f "$dir/bin/.previous-release-built"
+  make -C "$dir" --no-print-directory build >&2 || fail "make build of $version (commit $commit) failed; see above"
+  echo "$stamp" >"$dir/bin/.previous-release-built"
+fi
 for b in manager bootstrap; do
   [ -x "$dir/bin/$b" ] || fail "make build of $version wrote no bin/$b"
 done

@@ -122,6 +122,13 @@ E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
 E2E_INSTALL ?= kustomize
 # The stable window after each helm upgrade of make test-e2e-install-ways.
 E2E_HELM_STABLE_FOR ?= 30s
+# E2E_NAME names a run's cluster, its folders under bin/ (<name>-logs,
+# kwok-<name>, the output in <name>.log) and its containers, so that two
+# runs share the machine. make test-e2e-install-ways runs as
+# e2e-install-ways in a network namespace of its own
+# (INSTALL_WAYS_NETNS), beside make test-e2e in make ci.
+E2E_NAME ?= e2e
+INSTALL_WAYS_NETNS ?= myoperator-install-ways
 
 .PHONY: test-e2e
 test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) $(HELM) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
@@ -134,18 +141,18 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
 	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
-	@# The whole output also goes to bin/e2e.log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/e2e.log || \
-	  { echo "e2e: the failed checks' messages (whole output in bin/e2e.log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/e2e.log | tail -n 40; exit 1; }
+	@# The whole output also goes to bin/$(E2E_NAME).log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
+	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/$(E2E_NAME).log | tail -n 40; exit 1; }
 
 .PHONY: test-e2e-install-ways
 test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
 	@# make ci ran make test-dist first: its dist/ of this very tree is restored (hack/dist-snapshot.sh) instead of built again.
 	v=$$(go run ./hack/version -newest); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
 	  $(MAKE) --no-print-directory dist VERSION=$$v RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
-	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest
+	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
 	@# The helm run's two upgrades keep their stable window short: area=upgrade holds the same operator still for two minutes.
-	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm
+	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
 
 .PHONY: test-e2e-real
 test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default, then make dist's install.yaml pulled by containerd from a loopback registry; not in make ci (docs/REAL-NODE.md).
