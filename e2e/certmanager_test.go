@@ -180,7 +180,7 @@ type certManager struct {
 // (make cert-manager) on the suite's kubeconfig and writes the overlay:
 // the suite's install with config/certmanager.
 func startCertManager(cfg *envconf.Config) (*certManager, error) {
-	out, err := exec.Command("go", "-C", filepath.Join(root, "hack", "certmanager"), "list", "-m", "-f", "{{.Version}} {{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	out, err := exec.Command("go", "-C", filepath.Join(root, "hack", "tools"), "list", "-m", "-f", "{{.Version}} {{.Dir}}", "github.com/cert-manager/cert-manager").Output()
 	if err != nil {
 		return nil, fmt.Errorf("finding cert-manager's module (make cert-manager downloads it): %w", err)
 	}
