@@ -47,12 +47,12 @@ after="REGENERATE=no -o build"
 # the order in which ready steps start: the longest chain first (the
 # Kubernetes binaries, then the e2e suites and the install ways), the
 # envtest suites next. On a fresh machine the builds before the suites
-# take the cores for about a quarter of an hour; the checks that nothing
-# waits for (lint, the rest of verify, kube-score, the images, the release
-# files, the tools only they and the envtest suites use) run at niceness
-# 10, so that the Kubernetes binaries and what the e2e suites need get the
-# cores first. The suites themselves run at 0: their API servers and
-# managers must not starve.
+# take the cores for about a quarter of an hour. At niceness 10 run the
+# checks no suite waits for (lint, the rest of verify, kube-score) and
+# what the chains with time to spare wait for (the other tools, the
+# images, the release files), so that the Kubernetes binaries and what the
+# e2e suite needs get the cores first. The suites themselves run at 0:
+# their API servers and managers must not starve.
 steps=(
   "prep||0|ci-prep"
   "k8s-binaries||0|k8s-binaries"
