@@ -87,8 +87,8 @@ done
 
 start=$(date +%s)
 now() { echo $(($(date +%s) - start)); }
-# The machine's busy share over the run, from /proc/stat (user+nice+system
-# against all but iowait-free idle).
+# The machine's CPU time from /proc/stat: busy (user, nice, system, irq,
+# softirq) and not (idle, iowait), for the busy share over the run.
 cpu() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 read -r busy0 idle0 < <(cpu)
 
