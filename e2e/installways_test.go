@@ -20,9 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/test/framework/docblocks"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -369,15 +371,79 @@ func helmLifecycle() features.Feature {
 
 // previousChart is the chart hack/helmchart makes from the previous
 // release's tree (its config/), as a chart of that release would have
-// been, with the release's image under the suite's name for it.
-func previousChart(p previousRelease) (chart string, set []string, err error) {
-	chart = filepath.Join(root, "bin", "releases", "charts", p.version, "myoperator")
-	out, err := exec.Command(filepath.Join(root, "bin", "helmchart"), "-config", filepath.Join(p.dir, "config"), "-out", chart, "-version", p.version).CombinedOutput()
+// been, its default image the release's image under the suite's name for it
+// (its values render the suite's overlay of the release, previousRelease.config).
+func previousChart(p previousRelease) (string, error) {
+	chart := filepath.Join(root, "bin", "releases", "charts", p.version, "myoperator")
+	out, err := exec.Command(filepath.Join(root, "bin", "helmchart"), "-config", filepath.Join(p.dir, "config"), "-base", p.config(), "-out", chart, "-version", p.version).CombinedOutput()
 	if err != nil {
-		return "", nil, fmt.Errorf("bin/helmchart on %s's tree (make test-e2e builds it): %w: %s", p.version, err, out)
+		return "", fmt.Errorf("bin/helmchart on %s's tree (make test-e2e builds it): %w: %s", p.version, err, out)
 	}
-	repo, tag, _ := strings.Cut(p.image(), ":")
-	return chart, []string{"image.repository=" + repo, "image.tag=" + tag}, nil
+	return chart, nil
+}
+
+// documentedHelmUpgrade is docs/install.md's helm upgrade to a new release
+// (its block marked helm-upgrade), with chart for the chart it names, as
+// arguments of helm.
+func documentedHelmUpgrade(chart string) ([]string, error) {
+	b, err := docblocks.Get(root, "docs/install.md::helm-upgrade")
+	if err != nil {
+		return nil, err
+	}
+	cmds := b.Commands()
+	if len(cmds) != 1 {
+		return nil, fmt.Errorf("%s:%d holds %d commands, want the one helm upgrade", b.File, b.Line, len(cmds))
+	}
+	args := strings.Fields(cmds[0])
+	if len(args) < 4 || args[0] != "helm" || args[1] != "upgrade" || args[2] != helmRelease || !strings.HasSuffix(args[3], ".tgz") {
+		return nil, fmt.Errorf("%s:%d: %q is not helm upgrade %s <chart>.tgz ...", b.File, b.Line, cmds[0], helmRelease)
+	}
+	args[3] = chart
+	return args[1:], nil
+}
+
+// checkManagerImage: the operator's Deployment runs the manager and the
+// bootstrap from the image the release's chart names by default (by
+// digest), not an earlier release's.
+func checkManagerImage(ctx context.Context, t *testing.T, cfg *envconf.Config, what string) {
+	t.Helper()
+	chart, err := releaseChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(cfg, "show", "values", chart)
+	if err != nil {
+		t.Fatalf("helm show values %s: %v: %s", chart, err, out)
+	}
+	var values struct {
+		Image struct{ Repository, Digest string } `json:"image"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &values); err != nil || values.Image.Digest == "" {
+		t.Fatalf("%s's values name no image by digest (%v):\n%s", chart, err, out)
+	}
+	want := values.Image.Repository + "@" + values.Image.Digest
+	d := &appsv1.Deployment{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if c.Image != want {
+			t.Errorf("%s: container %s runs %s, want the release chart's %s", what, c.Name, c.Image, want)
+		}
+	}
+	pods, err := listOperatorPods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			if c.Image != want {
+				t.Errorf("%s: pod %s's container %s runs %s, want %s", what, p.Name, c.Name, c.Image, want)
+			}
+		}
+	}
+	fmt.Printf("e2e: %s: the manager runs the release chart's %s\n", what, want)
 }
 
 // helmUpgrade: this release's chart replaces the previous release under the
@@ -401,7 +467,10 @@ func helmUpgrade() features.Feature {
 			args := []string{verb, helmRelease, chart, "--namespace", helmNamespace}
 			switch verb {
 			case "upgrade":
-				args = append(args, "--reset-values")
+				// As docs/install.md gives it, read from there.
+				if args, err = documentedHelmUpgrade(chart); err != nil {
+					return "", err
+				}
 			case "install":
 				// Adopting: the objects' fields belong to kubectl's
 				// server-side apply until Helm's takes them.
@@ -452,15 +521,13 @@ func helmUpgrade() features.Feature {
 			if out, err := helm(cfg, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "3m"); err != nil {
 				t.Fatalf("helm uninstall: %v: %s", err, out)
 			}
-			chart, set, err := previousChart(prev)
+			chart, err := previousChart(prev)
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"install", helmRelease, chart, "--namespace", helmNamespace}
-			for _, s := range set {
-				args = append(args, "--set", s)
-			}
-			if out, err := helm(cfg, args...); err != nil {
+			// Installed as a user installs a release's chart: no values of
+			// one's own, the image the chart's.
+			if out, err := helm(cfg, "install", helmRelease, chart, "--namespace", helmNamespace); err != nil {
 				t.Fatalf("helm install of %s's chart: %v: %s", prev.version, err, out)
 			}
 			if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
@@ -469,6 +536,7 @@ func helmUpgrade() features.Feature {
 			waitSettled(ctx, t, 2*time.Minute)
 			rolloutUnderLoad(ctx, t, fx, "helm upgrade from "+prev.version+"'s chart", upgradeTo(cfg, "upgrade"))
 			fx.checkGuestbookImage(ctx, t, "helm upgrade from "+prev.version)
+			checkManagerImage(ctx, t, cfg, "helm upgrade from "+prev.version)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -24,8 +24,19 @@ if [ -e bin/demo/podrunner.pid ] || [ -e bin/demo.kubeconfig ]; then
   exit 1
 fi
 
+# The commands as README.md and docs/demo.md give them (their blocks marked
+# demo): the first brings the demo up, the second takes it down.
+mapfile -t readme < <(go run ./hack/docblocks -print README.md::demo)
+mapfile -t demodoc < <(go run ./hack/docblocks -print docs/demo.md::demo)
+[ "${#readme[@]}" = 2 ] && [ "${readme[*]}" = "${demodoc[*]}" ] || {
+  echo "test-demo: README.md and docs/demo.md give different demo commands (${readme[*]} / ${demodoc[*]}), or not two" >&2
+  exit 1
+}
+up=${readme[0]} down=${readme[1]}
+echo "test-demo: the documents' commands: $up; $down"
+
 t0=$SECONDS
-make --no-print-directory demo >"$out/first" 2>&1 || { cat "$out/first"; echo "test-demo: FAIL: make demo exited non-zero" >&2; make --no-print-directory demo-down || true; exit 1; }
+eval "$up" >"$out/first" 2>&1 || { cat "$out/first"; echo "test-demo: FAIL: $up exited non-zero" >&2; eval "$down" || true; exit 1; }
 first=$((SECONDS - t0))
 echo "test-demo: make demo took ${first}s"
 f=$out/first
@@ -74,7 +85,7 @@ done <"$out/endpoints"
 check "a user's edit: logLevel Error" eval 'kc patch operatorconfig cluster --type=merge -p "{\"spec\":{\"logLevel\":\"Error\"}}" >/dev/null'
 
 t0=$SECONDS
-make --no-print-directory demo >"$out/second" 2>&1 || { cat "$out/second"; echo "test-demo: FAIL: second make demo exited non-zero" >&2; failures=$((failures + 1)); }
+eval "$up" >"$out/second" 2>&1 || { cat "$out/second"; echo "test-demo: FAIL: second $up exited non-zero" >&2; failures=$((failures + 1)); }
 second=$((SECONDS - t0))
 echo "test-demo: second make demo took ${second}s"
 s=$out/second
@@ -90,7 +101,7 @@ check "second run: logLevel Error in effect, from the user" test "$(kc get opera
 # The cluster's API server, to check after demo-down that it is gone.
 server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 t0=$SECONDS
-make --no-print-directory demo-down >"$out/down" 2>&1 || { cat "$out/down"; echo "test-demo: FAIL: make demo-down exited non-zero" >&2; failures=$((failures + 1)); }
+eval "$down" >"$out/down" 2>&1 || { cat "$out/down"; echo "test-demo: FAIL: $down exited non-zero" >&2; failures=$((failures + 1)); }
 echo "test-demo: make demo-down took $((SECONDS - t0))s"
 # Checked here again, independently of what demo-down checks itself.
 check "down: no process of the demo (pod runner, cluster)" test -z "$(pgrep -af "$root/bin/demo" || true)"

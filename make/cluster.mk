@@ -31,23 +31,21 @@ dev-cluster: k8s-binaries ## Start a local kwok cluster (real control plane, fak
 dev-cluster-down: ## Delete the local kwok cluster.
 	K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/dev-cluster.sh down $(DEV_CLUSTER) $(DEV_KUBECONFIG)
 
-# make run serves the webhooks on https://localhost:$(RUN_WEBHOOK_PORT) and its
-# probes on $(RUN_PROBE_ADDR); make install-local points the API server at the
-# same port, so give both the same RUN_WEBHOOK_PORT.
+# make run serves the webhooks on port $(RUN_WEBHOOK_PORT) of the address the
+# cluster's API server can reach this host at (hack/runhost chooses it;
+# RUN_WEBHOOK_HOST overrides) and its probes on $(RUN_PROBE_ADDR); make
+# install-local points the API server at the same address and port, so give
+# both the same RUN_WEBHOOK_PORT.
 RUN_WEBHOOK_PORT ?= 9443
 RUN_PROBE_ADDR ?= 127.0.0.1:8081
 
 .PHONY: install-local
-install-local: manifests ## Install what make run needs (make run does it too): CRDs, webhooks called on https://localhost:9443 (RUN_WEBHOOK_PORT), namespaces, cert Secret.
-	@WHO="make install-local" KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
+install-local: manifests ## Install what make run needs (make run does it too): CRDs, webhooks called on https://<this host, as the cluster reaches it>:9443 (RUN_WEBHOOK_PORT), namespaces, cert Secret.
+	@WHO="make install-local" KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh install
 
 .PHONY: run
-run: manifests generate ## Run the manager on this host against the current kubeconfig (after make install, as in the course): applies config/local, runs the bootstrap (OperatorConfig cluster with defaults when absent), serves its webhooks with its own certificates; refuses when the operator is deployed.
-	@KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) hack/run-local.sh
-	@# What the initContainer does in the cluster: OperatorConfig cluster, with defaults, when it is absent.
-	go run ./initcontainer --zap-devel
-	go run . --namespace=myoperator-system --webhook-host=127.0.0.1 --webhook-port=$(RUN_WEBHOOK_PORT) \
-		--webhook-extra-dns-names=localhost --metrics-bind-address=0 --health-probe-bind-address=$(RUN_PROBE_ADDR) --zap-devel
+run: manifests generate ## Run the manager on this host against the current kubeconfig (after make install, as in the course): chooses the address the API server reaches this host at (kind, minikube, Docker Desktop, this host; RUN_WEBHOOK_HOST), applies config/local, runs the bootstrap (OperatorConfig cluster with defaults when absent), serves its webhooks with its own certificates; refuses when the operator is deployed or the cluster cannot reach this host.
+	@KUBECTL="$(KUBECTL)" RUN_WEBHOOK_PORT=$(RUN_WEBHOOK_PORT) RUN_PROBE_ADDR=$(RUN_PROBE_ADDR) hack/run-local.sh run
 
 .PHONY: run-local
 run-local: run ## Same as make run (its former name).

@@ -94,6 +94,8 @@ verify: $(DEADCODE) verify-generated ## Fail on drift: regenerated code and mani
 	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
 	@go run ./hack/checkrefs
+	@# Every command block of the README and docs/{install,demo,plugin}.md is run by a test that reads it from there, or marked not run with the reason.
+	@go run ./hack/docblocks
 	@# Commit subjects of at most 72 characters, from the commit that added the check on.
 	@hack/check-commits.sh
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -218,6 +219,10 @@ type CertOptions struct {
 	// ExtraDNSNames are further names the serving certificate is valid for
 	// (for example localhost, when the API server calls a URL on loopback).
 	ExtraDNSNames []string
+	// ExtraIPs are IP addresses it is valid for too (make run's address
+	// for a kind cluster): served from a leaf the manager signs from the
+	// rotator's CA (internal/certs), since the rotator writes DNS names only.
+	ExtraIPs []net.IP
 	// CAValidity and CertValidity bound the certificates' lifetimes;
 	// Lookahead is how long before expiry they are renewed, checked every
 	// CheckEvery. Zero uses cert-controller's defaults.
@@ -553,6 +558,7 @@ func addCertRotator(mgr ctrl.Manager, o Options, syncer *certs.Syncer, ready cha
 	syncer.Reader = mgr.GetCache()
 	syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: secret}
 	syncer.Dir = o.CertDir
+	syncer.IPs = c.ExtraIPs
 	syncer.Log = mgr.GetLogger().WithName("cert-sync")
 	return mgr.Add(syncer)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,8 +38,15 @@ type Syncer struct {
 	Dir   string
 	Every time.Duration
 	Log   logr.Logger
+	// IPs, when set, are served as IP SANs besides the Secret's names: the
+	// leaf is signed again from the Secret's CA (withIPs), so only with
+	// the manager's own rotator, whose Secret holds the CA key.
+	IPs []net.IP
 
-	current    atomic.Pointer[tls.Certificate]
+	current atomic.Pointer[tls.Certificate]
+	// source is the DER of the Secret's leaf that current was made from
+	// (with IPs, current is another leaf); only SyncOnce touches it.
+	source     []byte
 	loadedOnce sync.Once
 	closeOnce  sync.Once
 	loaded     chan struct{}
@@ -104,17 +112,24 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 	if len(cert) == 0 || len(key) == 0 {
 		return nil
 	}
-	if cur := s.current.Load(); cur == nil || !bytes.Equal(cur.Certificate[0], firstDER(cert)) {
+	if s.current.Load() == nil || !bytes.Equal(s.source, firstDER(cert)) {
 		pair, err := tls.X509KeyPair(cert, key)
 		if err != nil {
 			return fmt.Errorf("secret %s holds no valid key pair: %w", s.Secret, err)
 		}
-		s.current.Store(&pair)
+		served := &pair
+		if len(s.IPs) > 0 {
+			if served, err = withIPs(pair, secret.Data[caCertKey], secret.Data[caKeyKey], s.IPs); err != nil {
+				return fmt.Errorf("secret %s: %w", s.Secret, err)
+			}
+		}
+		s.current.Store(served)
+		s.source = firstDER(cert)
 		leaf, err := x509.ParseCertificate(pair.Certificate[0])
 		if err == nil {
 			expiry.Set(float64(leaf.NotAfter.Unix()))
 		}
-		s.Log.Info("serving a new webhook certificate", "secret", s.Secret.String(), "serial", serial(pair))
+		s.Log.Info("serving a new webhook certificate", "secret", s.Secret.String(), "serial", serial(*served), "ips", s.IPs)
 	}
 	s.Loaded()
 	s.closeOnce.Do(func() { close(s.loaded) })

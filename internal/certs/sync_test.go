@@ -3,8 +3,13 @@ package certs_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -137,5 +142,83 @@ func isClosed(c <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestSyncerServesExtraIPs: with IPs, the Syncer serves the rotator's leaf
+// signed again from the rotator's CA with those IP SANs added: a client
+// that dials the IP, as kube-apiserver dials make run's address on a kind
+// network, verifies it against the CA; its key is the Secret's and a
+// renewal is served again. cert-manager's Secret holds no CA key: nothing
+// is served, and the error names ca.key.
+func TestSyncerServesExtraIPs(t *testing.T) {
+	_, _, c := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	ns := "certs-ips"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certstest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP("10.250.0.1")
+	name := types.NamespacedName{Namespace: ns, Name: "serving"}
+
+	t.Run("cert-manager's Secret", func(t *testing.T) {
+		leaf, err := ca.Issue("localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(ctx, t, c, certstest.Secret(ns, name.Name, "serving", "ca-issuer", ca, leaf))
+		s := &certs.Syncer{Reader: c, Secret: name, Log: logr.Discard(), IPs: []net.IP{ip}}
+		if err := s.SyncOnce(ctx); err == nil || !strings.Contains(err.Error(), "ca.key") {
+			t.Fatalf("SyncOnce: %v, want an error naming ca.key", err)
+		}
+		if _, err := s.GetCertificate(nil); err == nil {
+			t.Fatal("serves a certificate without IP SANs")
+		}
+	})
+
+	s := &certs.Syncer{Reader: c, Secret: name, Log: logr.Discard(), IPs: []net.IP{ip}}
+	for _, step := range []string{"issued", "renewed"} {
+		t.Run("the rotator's Secret "+step, func(t *testing.T) {
+			leaf, err := ca.Issue("myoperator-webhook-service.myoperator-system.svc", "localhost")
+			if err != nil {
+				t.Fatal(err)
+			}
+			secret, err := certstest.RotatorSecret(ns, name.Name, ca, leaf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(ctx, t, c, secret)
+			if err := s.SyncOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetCertificate(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served, err := x509.ParseCertificate(got.Certificate[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			roots := x509.NewCertPool()
+			roots.AddCert(ca.Cert)
+			for _, host := range []string{ip.String(), "localhost", "myoperator-webhook-service.myoperator-system.svc"} {
+				if _, err := served.Verify(x509.VerifyOptions{DNSName: host, Roots: roots}); err != nil {
+					t.Errorf("the served leaf for %s: %v", host, err)
+				}
+			}
+			if _, err := served.Verify(x509.VerifyOptions{DNSName: "10.250.0.9", Roots: roots}); err == nil {
+				t.Error("the served leaf is valid for 10.250.0.9, an address it was not given")
+			}
+			if !served.NotAfter.Equal(leaf.Cert.NotAfter) {
+				t.Errorf("served leaf expires %s (Secret's %s)", served.NotAfter, leaf.Cert.NotAfter)
+			}
+			if _, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: got.Certificate[0]}), leaf.KeyPEM); err != nil {
+				t.Errorf("the served leaf does not go with the Secret's key: %v", err)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ type Flags struct {
 	Development     bool
 	ManageCerts     bool
 	ExtraDNSNames   string
+	ExtraIPs        string
 	CertSecret      string
 	GuestbookImage  string
 	WatchNamespaces string
@@ -53,6 +55,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.ManageCerts, "manage-webhook-certs", true, "Create, rotate and inject the webhook certificates; false when cert-manager issues them into --webhook-cert-secret (read through the API, served from memory) or, with --webhook-cert-secret=\"\", when OLM mounts them in --webhook-cert-dir.")
 	fs.StringVar(&f.CertSecret, "webhook-cert-secret", names.CertSecret, "Secret, in --namespace, that holds the webhook CA and serving certificate (written by the manager, or with --manage-webhook-certs=false by cert-manager).")
 	fs.StringVar(&f.ExtraDNSNames, "webhook-extra-dns-names", "", "Comma-separated further names for the serving certificate (for example localhost).")
+	fs.StringVar(&f.ExtraIPs, "webhook-extra-ip-addresses", "", "Comma-separated IP addresses the serving certificate is valid for too (for example the address make run gives a kind cluster); needs the manager's own certificates (--manage-webhook-certs).")
 	fs.DurationVar(&o.WebhookDrainPeriod, "webhook-drain-period", 3*time.Second, "On shutdown, how long the webhook server closes each connection after its response before it stops, so that the API server moves to another replica without a failed call.")
 	fs.Int64Var(&o.Conversion.MaxRequestBytes, "conversion-max-request-bytes", webhook.DefaultMaxConversionRequestBytes,
 		"Longest conversion request (a whole LIST page, or an unpaginated list, of Drinks read through another version) a replica takes; a longer one is answered 413. The default holds 50,000 Drinks (the largest cluster in docs/sizing.md) of 8 KiB each; the memory a request takes follows its largest object, not this.")
@@ -102,6 +105,11 @@ func (f *Flags) Validate() error {
 	if err := f.Manager.Conversion.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := parseIPs(f.ExtraIPs); err != nil {
+		errs = append(errs, err)
+	} else if f.ExtraIPs != "" && !f.ManageCerts {
+		errs = append(errs, errors.New("--webhook-extra-ip-addresses needs --manage-webhook-certs: the certificate for them is signed with the CA key that only the manager's own rotator keeps"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -124,10 +132,27 @@ func (f *Flags) Options() (app.Options, error) {
 		if f.ExtraDNSNames != "" {
 			o.Certs.ExtraDNSNames = strings.Split(f.ExtraDNSNames, ",")
 		}
+		o.Certs.ExtraIPs, _ = parseIPs(f.ExtraIPs) // Validate parsed them
 	} else {
 		o.IssuedCertSecret = f.CertSecret
 	}
 	return o, nil
+}
+
+// parseIPs parses --webhook-extra-ip-addresses; empty is none.
+func parseIPs(list string) ([]net.IP, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var ips []net.IP
+	for i, s := range strings.Split(list, ",") {
+		ip := net.ParseIP(strings.TrimSpace(s))
+		if ip == nil {
+			return nil, fmt.Errorf("--webhook-extra-ip-addresses: entry %d %q is not an IP address", i+1, s)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
 }
 
 func envOr(name, fallback string) string {

@@ -3,6 +3,7 @@ package managerflags_test
 import (
 	"flag"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,25 @@ func TestOptions(t *testing.T) {
 					t.Error(diff)
 				}
 			},
+		},
+		{
+			name: "extra IP addresses",
+			args: []string{"--webhook-extra-ip-addresses=172.18.0.1, fd00::1"},
+			check: func(t *testing.T, o app.Options) {
+				if diff := cmp.Diff([]net.IP{net.ParseIP("172.18.0.1"), net.ParseIP("fd00::1")}, o.Certs.ExtraIPs); diff != "" {
+					t.Error(diff)
+				}
+			},
+		},
+		{
+			name:    "an extra IP address that is none",
+			args:    []string{"--webhook-extra-ip-addresses=172.18.0.1,kind"},
+			wantErr: []string{`--webhook-extra-ip-addresses: entry 2 "kind" is not an IP address`},
+		},
+		{
+			name:    "extra IP addresses with cert-manager's Secret",
+			args:    []string{"--manage-webhook-certs=false", "--webhook-extra-ip-addresses=172.18.0.1"},
+			wantErr: []string{"--webhook-extra-ip-addresses needs --manage-webhook-certs"},
 		},
 		{
 			name: "sharing the Drinks",

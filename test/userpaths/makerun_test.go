@@ -10,17 +10,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/myoperator/test/framework/docblocks"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/framework/testutil"
@@ -40,27 +44,22 @@ var layouts = map[string][]string{
 	"v1":       {"displayName", "beverage", "size", "sugarCubes", "extras"},
 }
 
-// TestMakeRun: on a kwok cluster, the course's `make install`, `make run`
+// TestMakeRun: on a kwok cluster whose API server runs on loopback beside
+// the test, the course's `make install`, `make run`
 // in the background (refused first while the operator's Deployment
 // exists), `kubectl apply -k config/samples/` and the course's own Drink
 // leave the four samples (a Drink through each version, the Guestbook), the
 // course's Drink and the OperatorConfig that make run's bootstrap created
 // kstatus Current, and each Drink's ConfigMap holds exactly its layout.
+func TestMain(m *testing.M) {
+	// The clients' logs (controller-runtime's) are not the test's output.
+	log.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
+
 func TestMakeRun(t *testing.T) {
-	if os.Getenv(enableEnv) == "" {
-		t.Skipf("set %s=1 inside the network namespace, or run make test-make-run", enableEnv)
-	}
-	root, err := testutil.FindRepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	binDir, err := testenv.BinaryDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	env := userEnv(kubeconfig, binDir)
+	u := setUp(t)
+	root, dir, kubeconfig, env := u.root, u.dir, u.kubeconfig, u.env
 
 	// The cluster: a user's would do; this one is the project's dev cluster
 	// under a name of its own.
@@ -72,32 +71,57 @@ func TestMakeRun(t *testing.T) {
 	}
 	t.Logf("kwok cluster %s up in %s", cluster, time.Since(start).Round(100*time.Millisecond))
 
-	// Ports of their own, in case another test in this network namespace
-	// holds the defaults (9443, 8081).
-	// A port closed by freePort may be offered again: never the same two.
-	webhookPort, probePort := testutil.FreePort(t), testutil.FreePort(t)
-	for probePort == webhookPort {
-		probePort = testutil.FreePort(t)
-	}
-	vars := []string{fmt.Sprintf("RUN_WEBHOOK_PORT=%d", webhookPort), fmt.Sprintf("RUN_PROBE_ADDR=127.0.0.1:%d", probePort)}
+	theCourse(t, root, env, kubeconfig, dir, nil)
+}
 
-	// The course's order: make install (the CRDs), then make run.
-	start = time.Now()
-	if out, err := command(root, env, "make", append([]string{"--no-print-directory", "install"}, vars...)...); err != nil {
-		t.Fatalf("make install: %v\n%s", err, out)
-	}
-	t.Logf("make install: %s", time.Since(start).Round(100*time.Millisecond))
-	checkRefusedWhileDeployed(t, root, env, vars)
+// theCourse runs the course's order on the cluster of kubeconfig, the
+// commands read from the README's block marked course: make install, make
+// run (refused first while the operator's Deployment exists;
+// beforeRun, when set, runs just before it with make's variables), kubectl
+// apply -k config/samples/ and the course's own Drink; then the four samples
+// (a Drink through each version, the Guestbook), the course's Drink and the
+// OperatorConfig that make run's bootstrap created are kstatus Current, each
+// Drink's ConfigMap holds exactly its layout, and every Drink reads through
+// every version.
+func theCourse(t *testing.T, root string, env []string, kubeconfig, dir string, beforeRun func(vars []string)) {
+	t.Helper()
+	vars, _, probePort := runPorts(t)
 
-	start = time.Now()
-	stopRun := startMakeRun(t, root, env, filepath.Join(dir, "make-run.log"), vars)
-	waitReady(t, stopRun, probePort, 5*time.Minute)
-	t.Logf("make run: /readyz 200 after %s (includes go run's build)", time.Since(start).Round(100*time.Millisecond))
-
-	start = time.Now()
-	if out, err := command(root, env, "kubectl", "apply", "-k", "config/samples/"); err != nil {
-		stopRun.fail(t, "kubectl apply -k config/samples/: %v\n%s", err, out)
+	// The course's order, as the README gives it (its block marked
+	// course): make install, make run, kubectl apply -k config/samples/.
+	// The ports go in the environment, which make's ?= variables take.
+	env = append(slices.Clone(env), vars...)
+	block, err := docblocks.Get(root, "README.md::course")
+	if err != nil {
+		t.Fatal(err)
 	}
+	var stopRun *makeRun
+	for _, cmd := range block.Commands() {
+		start := time.Now()
+		if cmd == "make run" {
+			checkRefusedWhileDeployed(t, root, env, vars)
+			if beforeRun != nil {
+				beforeRun(vars)
+			}
+			stopRun = startMakeRun(t, root, env, filepath.Join(dir, "make-run.log"), vars)
+			waitReady(t, stopRun, probePort, 5*time.Minute)
+			t.Logf("make run: /readyz 200 after %s (includes go run's build)", time.Since(start).Round(100*time.Millisecond))
+			continue
+		}
+		out, err := command(root, env, "sh", "-c", cmd)
+		if err != nil {
+			msg := fmt.Sprintf("%s (%s:%d): %v\n%s", cmd, block.File, block.Line, err, out)
+			if stopRun != nil {
+				stopRun.fail(t, "%s", msg)
+			}
+			t.Fatal(msg)
+		}
+		t.Logf("%s: %s", cmd, time.Since(start).Round(100*time.Millisecond))
+	}
+	if stopRun == nil {
+		t.Fatalf("%s:%d runs no make run", block.File, block.Line)
+	}
+	start := time.Now()
 	// The course's own Drink, as the course gives it.
 	courseDrink := testenv.CourseDrink(t)
 	apply := exec.Command("kubectl", "apply", "-f", "-")
@@ -116,12 +140,12 @@ func TestMakeRun(t *testing.T) {
 	operatorConfig.SetKind("OperatorConfig")
 	operatorConfig.SetName("cluster")
 
+	ctx := context.Background()
 	c := newClient(t, kubeconfig)
 	samples := loadSamples(t)
 	if len(samples) != 4 {
 		t.Fatalf("config/samples renders %d objects, want 4 (a Drink through each version, a Guestbook)", len(samples))
 	}
-	ctx := context.Background()
 	testenv.Eventually(t, 2*time.Minute, func() string {
 		if stopRun.exited() {
 			return "make run exited:\n" + stopRun.tail()
@@ -147,6 +171,67 @@ func TestMakeRun(t *testing.T) {
 	}
 	if want := map[string]string{"drink": "coffee", "name": "my-drink"}; !maps.Equal(cm.Data, want) {
 		t.Errorf("the course's Drink's ConfigMap holds %v, want exactly the course's %v", cm.Data, want)
+	}
+	checkReadable(ctx, t, c, append(samples, course))
+}
+
+// userPath is what a test of the course's path starts from: the repository,
+// the Kubernetes binaries, a folder of its own, the user's kubeconfig there
+// and an environment naming it.
+type userPath struct {
+	root, binDir, dir, kubeconfig string
+	env                           []string
+}
+
+// setUp skips the test unless make test-make-run asked for it (enableEnv).
+func setUp(t *testing.T) userPath {
+	t.Helper()
+	if os.Getenv(enableEnv) == "" {
+		t.Skipf("set %s=1 inside the network namespace, or run make test-make-run", enableEnv)
+	}
+	root, err := testutil.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir, err := testenv.BinaryDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	return userPath{root: root, binDir: binDir, dir: dir, kubeconfig: kubeconfig, env: userEnv(kubeconfig, binDir)}
+}
+
+// runPorts are make run's ports, as make variables: its own, in case
+// another test in this network namespace holds the defaults (9443, 8081),
+// or a manager that got SIGTERM still answers on its ports for a moment.
+// A port closed by FreePort may be offered again: never the same two.
+func runPorts(t *testing.T) (vars []string, webhookPort, probePort int) {
+	t.Helper()
+	webhookPort, probePort = testutil.FreePort(t), testutil.FreePort(t)
+	for probePort == webhookPort {
+		probePort = testutil.FreePort(t)
+	}
+	return []string{fmt.Sprintf("RUN_WEBHOOK_PORT=%d", webhookPort), fmt.Sprintf("RUN_PROBE_ADDR=127.0.0.1:%d", probePort)}, webhookPort, probePort
+}
+
+// checkReadable: every Drink among objs is read through each served
+// version, which for all but the stored one is a call of the conversion
+// webhook from the API server to make run's manager.
+func checkReadable(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+		for _, o := range objs {
+			if o.GetKind() != "Drink" {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("example.com/" + v)
+			u.SetKind("Drink")
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), u); err != nil {
+				t.Errorf("Drink %s read through %s: %v", o.GetName(), v, err)
+			}
+		}
 	}
 }
 
@@ -209,8 +294,10 @@ func command(dir string, env []string, name string, args ...string) ([]byte, err
 // makeRun is `make run` running in the background in a process group of its
 // own (make, go run and the manager), with its output in a file.
 type makeRun struct {
-	log  string
-	done chan struct{}
+	log     string
+	pid     int
+	done    chan struct{}
+	stopped sync.Once
 }
 
 func (r *makeRun) exited() bool {
@@ -248,22 +335,27 @@ func startMakeRun(t *testing.T, root string, env []string, log string, vars []st
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("make run: %v", err)
 	}
-	r := &makeRun{log: log, done: make(chan struct{})}
+	r := &makeRun{log: log, pid: cmd.Process.Pid, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = f.Close(); close(r.done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop ends make run, once: SIGTERM to the whole group, SIGKILL after 45 s.
+func (r *makeRun) stop(t *testing.T) {
+	r.stopped.Do(func() {
+		_ = syscall.Kill(-r.pid, syscall.SIGTERM)
 		select {
 		case <-r.done:
 		case <-time.After(45 * time.Second):
 			t.Errorf("make run still running 45 s after SIGTERM; killing it")
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
 			<-r.done
 		}
 		if t.Failed() {
 			t.Logf("make run's last lines:\n%s", r.tail())
 		}
 	})
-	return r
 }
 
 // waitReady waits until the manager's /readyz answers 200: certificates

@@ -111,6 +111,22 @@ func Secret(namespace, name, certificate, issuer string, ca *CA, leaf *Leaf) *co
 	}
 }
 
+// RotatorSecret is the Secret the manager's own rotator (cert-controller)
+// keeps: type Opaque with the CA's key beside its certificate.
+func RotatorSecret(namespace, name string, ca *CA, leaf *Leaf) (*corev1.Secret, error) {
+	key, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Data: map[string][]byte{
+			corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM,
+			"ca.crt": ca.PEM, "ca.key": pemOf("PRIVATE KEY", key),
+		},
+	}, nil
+}
+
 func serial() *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
