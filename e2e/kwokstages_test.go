@@ -109,11 +109,12 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	patches, _ := conf["componentsPatches"].([]any)
 	// The API server sends a replica only its share of the Drinks
 	// (sharing_test.go), as a cluster with the alpha feature would.
-	if err := addAPIServerArg(patches, "feature-gates", "ShardedListAndWatch=true"); err != nil {
+	if err := addArg(patches, "kube-apiserver", "feature-gates", "ShardedListAndWatch=true"); err != nil {
 		return "", err
 	}
-	conf["componentsPatches"] = append(patches, map[string]any{"name": "kube-controller-manager",
-		"extraArgs": []any{map[string]any{"key": "vmodule", "value": "garbagecollector=5"}}})
+	if err := addArg(patches, "kube-controller-manager", "vmodule", "garbagecollector=5"); err != nil {
+		return "", err
+	}
 	// The audit log of the writes the sharing feature replays.
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -140,19 +141,19 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 	return path, os.WriteFile(path, out.Bytes(), 0o644)
 }
 
-// addAPIServerArg adds an argument to the kube-apiserver patch of
+// addArg adds an argument to a component's patch of
 // hack/kwok/aggregator-routing.yaml.
-func addAPIServerArg(patches []any, key, value string) error {
+func addArg(patches []any, component, key, value string) error {
 	for _, p := range patches {
 		m, _ := p.(map[string]any)
-		if m["name"] != "kube-apiserver" {
+		if m["name"] != component {
 			continue
 		}
 		args, _ := m["extraArgs"].([]any)
 		m["extraArgs"] = append(args, map[string]any{"key": key, "value": value})
 		return nil
 	}
-	return fmt.Errorf("hack/kwok/aggregator-routing.yaml has no kube-apiserver patch")
+	return fmt.Errorf("hack/kwok/aggregator-routing.yaml has no %s patch", component)
 }
 
 // addNamespaceRequirement narrows a stage to pods in probedNamespace (op

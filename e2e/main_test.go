@@ -527,10 +527,37 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 			if err != nil {
 				return fmt.Errorf("operator pods after %s: %w", timeout, err)
 			}
-			return fmt.Errorf("%d of %d operator pods ready (pods %v), lease holder %q after %s; see %s", ready, replicas, names, holder, timeout, where)
+			return fmt.Errorf("%d of %d operator pods ready (pods %v), lease holder %q after %s; see %s%s", ready, replicas, names, holder, timeout, where, runnerLogTails(6))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// runnerLogTails is the last lines of each container log of the runner's
+// pods, for a failure message: CI keeps the messages, not bin/e2e-logs.
+func runnerLogTails(lines int) string {
+	if runner == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range runner.Pods() {
+		for c := range p.Names {
+			data, err := os.ReadFile(runner.LogFile(p.Pod, c))
+			if err != nil {
+				fmt.Fprintf(&b, "\n%s/%s: %v", p.Pod, c, err)
+				continue
+			}
+			all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			fmt.Fprintf(&b, "\n%s/%s (ready %t, restarts %d), its last lines:", p.Pod, c, p.Ready, p.Restarts)
+			for _, l := range all[max(0, len(all)-lines):] {
+				if len(l) > 300 {
+					l = l[:300] + "..."
+				}
+				b.WriteString("\n  " + l)
+			}
+		}
+	}
+	return b.String()
 }
 
 // webhooksAnswer waits until a server-side dry run of a v1 Drink passes

@@ -143,7 +143,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/$(E2E_NAME).log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
 	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
-	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/$(E2E_NAME).log | tail -n 40; exit 1; }
+	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"; m=1; next} m && /^        / {b=b $$0 "\n"; next} {m=0} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/$(E2E_NAME).log | tail -n 120; exit 1; }
 
 .PHONY: test-e2e-install-ways
 test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
