@@ -1,6 +1,9 @@
 // Command bootstrap is the manager's initContainer: it waits for the
 // OperatorConfig CRD, creates the default OperatorConfig "cluster" when it is
-// absent and exits 0. It never changes an existing OperatorConfig.
+// absent and exits 0. Of an existing OperatorConfig it changes one thing:
+// the defaults an earlier release wrote into its spec, which it removes and
+// records in an annotation and an event (bootstrap/release.go); what a user
+// set stays.
 package main
 
 import (
