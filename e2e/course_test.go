@@ -204,6 +204,30 @@ func courseUpgrade() features.Feature {
 			})
 			return ctx
 		}).
+		Assess("kubectl get drinks shows each Drink's BEVERAGE, filled from the course's drink without a user's write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			testenv.Eventually(t, 90*time.Second, func() string {
+				out, err := kubectl(cfg, "get", "drinks", "-n", courseNS)
+				if err != nil {
+					return fmt.Sprintf("%v: %s", err, out)
+				}
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				if len(lines) != courseDrinks+1 || !strings.HasPrefix(strings.Join(strings.Fields(lines[0]), " "), "NAME BEVERAGE SIZE VERSION READY") {
+					return fmt.Sprintf("kubectl get drinks printed:\n%s", out)
+				}
+				for _, l := range lines[1:] {
+					f := strings.Fields(l)
+					var i int
+					if _, err := fmt.Sscanf(f[0], "example-drink-%d", &i); err != nil {
+						return fmt.Sprintf("row %q: %v", l, err)
+					}
+					if f[1] != courseData(i)["drink"] || f[3] != "v1" || f[4] != "True" {
+						return fmt.Sprintf("row %q: want BEVERAGE %s, VERSION v1, READY True (the course wrote drink %q)\n%s", l, courseData(i)["drink"], courseData(i)["drink"], out)
+					}
+				}
+				return ""
+			})
+			return ctx
+		}).
 		Assess("etcd holds every Drink with the course's name and drink", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if !mode.created() {
 				t.Skip("etcd is read only on the suite's own kwok cluster")

@@ -142,6 +142,14 @@ func (r *DrinkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		setDrinkUnmanaged(d)
 		return ctrl.Result{}, nil
 	}
+	if courseFieldsAlone(r.versions(), read) {
+		done, err := r.agreeCourseFields(ctx, read.DeepCopy())
+		if err != nil || done {
+			// The write of the Drink was this reconcile's one persist.
+			d.Status = *read.Status.DeepCopy()
+			return ctrl.Result{}, err
+		}
+	}
 	data, err := render.ConfigMapDataIn(r.versions(), d)
 	var unknown *render.UnknownVersionError
 	if errors.As(err, &unknown) {
