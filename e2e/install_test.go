@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"regexp"
 	"context"
 	"fmt"
 	"slices"
@@ -142,6 +143,14 @@ func installAndBootstrap() features.Feature {
 			return ctx
 		}).
 		Assess("OperatorConfig Available", conditionTrueWithin("operatorconfig", "", operatorv1alpha1.SingletonName, operatorv1alpha1.ConditionAvailable, 60*time.Second)).
+		Assess("docs/install.md's readiness commands, run as written, all pass", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			out := runDocBlock(t, cfg, "docs/install.md::install-ready", "")
+			// kubectl get opc: STATE Managed, READY True, CUSTOMIZED <none>.
+			if !regexp.MustCompile(`(?m)^cluster +Managed +True +<none> `).MatchString(out) {
+				t.Errorf("kubectl get opc does not show what docs/install.md says (STATE Managed, READY True, CUSTOMIZED <none>):\n%s", out)
+			}
+			return ctx
+		}).
 		Assess("OperatorConfig and Deployment kstatus Current", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kstatusCurrentWithin(ctx, t, operatorv1alpha1.GroupVersion.WithKind("OperatorConfig"), "", operatorv1alpha1.SingletonName, 60*time.Second)
 			kstatusCurrentWithin(ctx, t, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, operatorNS, operatorDeployment, 60*time.Second)

@@ -233,6 +233,22 @@ func assessSamplesReady(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 		conditionTrueWithin("drinks.example.com", "default", d, "Ready", 90*time.Second)(ctx, t, cfg)
 	}
 	conditionTrueWithin("guestbooks.webapp.my.domain", "", "guestbook-sample", "Ready", 3*time.Minute)(ctx, t, cfg)
+	// The README's commands for looking at them, as written (its block
+	// marked inspect), the plugin's among them; drink.yaml is a sample.
+	dir := t.TempDir()
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "example_v1alpha1_drink.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "drink.yaml"), sample, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runDocBlock(t, cfg, "README.md::inspect", dir)
+	for _, want := range []string{"drink.example.com/drink-sample-v1 annotated", "apiVersion: example.com/v1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the README's commands printed no %q:\n%s", want, out)
+		}
+	}
 	if mode.realNode && mode.install != installKustomize {
 		// The kubelet ran the Guestbook's pods from the image the manager's
 		// GUESTBOOK_IMAGE names, pulled by containerd from the loopback registry.

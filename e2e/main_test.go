@@ -32,6 +32,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/test/framework/docblocks"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/podrunner"
@@ -531,6 +532,37 @@ func waitOperatorReady(ctx context.Context, timeout time.Duration) error {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// runDocBlock runs the commands of a document's block (ref is
+// <file>::<ID>, test/framework/docblocks) as written, one after another in
+// a shell in dir (the repository when empty), against the suite's cluster
+// (KUBECONFIG), and returns their output. A command that fails, or runs
+// past a minute, fails the test.
+func runDocBlock(t *testing.T, cfg *envconf.Config, ref, dir string) string {
+	t.Helper()
+	b, err := docblocks.Get(root, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir == "" {
+		dir = root
+	}
+	var all strings.Builder
+	for _, c := range b.Commands() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, "sh", "-c", c)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile())
+		out, err := cmd.CombinedOutput()
+		cancel()
+		fmt.Fprintf(&all, "$ %s\n%s", c, out)
+		if err != nil {
+			t.Fatalf("%s:%d: %s: %v\n%s", b.File, b.Line, c, err, out)
+		}
+	}
+	fmt.Printf("e2e: %s, run as written:\n%s", ref, all.String())
+	return all.String()
 }
 
 // runnerLogTails is the last lines of each container log of the runner's
