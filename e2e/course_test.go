@@ -210,7 +210,7 @@ func courseUpgrade() features.Feature {
 				if err != nil {
 					return fmt.Sprintf("%v: %s", err, out)
 				}
-				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				lines := strings.Split(strings.TrimSpace(out), "\n")
 				if len(lines) != courseDrinks+1 || !strings.HasPrefix(strings.Join(strings.Fields(lines[0]), " "), "NAME BEVERAGE SIZE VERSION READY") {
 					return fmt.Sprintf("kubectl get drinks printed:\n%s", out)
 				}

@@ -412,7 +412,7 @@ func documentedHelmUpgrade(chart string) ([]string, error) {
 	}
 	args := strings.Fields(cmds[0])
 	if len(args) < 4 || args[0] != "helm" || args[1] != "upgrade" || args[2] != helmRelease || !strings.HasSuffix(args[3], ".tgz") {
-		return nil, fmt.Errorf("%s:%d: %q is not helm upgrade %s <chart>.tgz ...", b.File, b.Line, cmds[0], helmRelease)
+		return nil, fmt.Errorf("%s:%d: %q is not helm upgrade %s <chart>.tgz and flags", b.File, b.Line, cmds[0], helmRelease)
 	}
 	args[3] = chart
 	return args[1:], nil

@@ -137,7 +137,7 @@ func references(root string) (map[string][]string, error) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".sh")) {
+			if d.IsDir() || !strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".sh") {
 				return nil
 			}
 			rel, _ := filepath.Rel(root, path)
