@@ -1,6 +1,9 @@
 package webhook
 
 import (
+	"net/http"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -42,5 +45,9 @@ func init() {
 		if v.Served && v.Deprecated {
 			deprecatedWrites.WithLabelValues("Drink", v.Name)
 		}
+	}
+	// The codes refuse answers with (convert.go), likewise at 0.
+	for _, code := range []int{http.StatusRequestEntityTooLarge, http.StatusBadRequest} {
+		refusedConversions.WithLabelValues(strconv.Itoa(code))
 	}
 }
