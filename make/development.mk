@@ -94,6 +94,8 @@ verify: $(DEADCODE) verify-generated ## Fail on drift: regenerated code and mani
 	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
 	@go run ./hack/checkrefs
+	@# Every mutation patch still applies to this tree (hack/mutations.sh runs them; one that no longer applies guards nothing).
+	@for p in test/mutations/*.patch; do git apply --check "$$p" 2>/dev/null || { echo "verify: $$p no longer applies to this tree: the code it mutates moved; update the patch (git apply --check $$p says where)"; exit 1; }; done
 	@# Every command block of the README and docs/{install,demo,plugin}.md is run by a test that reads it from there, or marked not run with the reason.
 	@go run ./hack/docblocks
 	@# Commit subjects of at most 72 characters, from the commit that added the check on.
