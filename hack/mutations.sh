@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Runs the mutation suite: each test/mutations/<name>.patch removes one fix
 # from the product code; applied to a scratch copy of HEAD, the test its
-# header names must fail. A mutation the test survives is a fix no test
-# guards, and fails the suite; so does a patch that no longer applies or
-# builds (the code it mutates moved: update the patch).
+# header names must fail, with the failure its header names. A mutation the
+# test survives is a fix no test guards, and fails the suite; so does a
+# patch that no longer applies or builds (the code it mutates moved: update
+# the patch; make verify checks that each applies), and a failure other
+# than the named one (a flaky test, or one failing for another reason,
+# proves nothing about this fix).
 #
 # A patch starts with header lines git apply ignores:
 #   Mutation: what it removes
 #   Test: <package> <go test -run regexp>
+#   Fails: <grep -E regexp> the failed test's output must match
 #   Env: NAME=value ... (optional)
 #   Why: why the test must fail without the fix
 #
 # Usage: hack/mutations.sh [name ...]   (default: every patch)
-# CONTROL=1 first runs each test without its mutation, which must pass:
-# a test that fails in the scratch copy anyway proves nothing.
+# Each test first runs without its mutation and must pass: a test that
+# fails in the scratch copy anyway proves nothing (CONTROL=0 skips that).
+# A run of every patch writes test/mutations/results.txt: the commit, the
+# machine, and each patch's outcome and time.
 # Environment: NETNS_RUN, the command prefix that runs a command in the
 # test network namespace (make passes hack/netns.sh <name>);
 # KUBEBUILDER_ASSETS, the project-built API server.
@@ -62,13 +68,17 @@ for patch in "${patches[@]}"; do
   name=$(basename "$patch" .patch)
   read -r pkg run <<<"$(header Test "$patch")"
   env_line=$(header Env "$patch")
+  fails=$(header Fails "$patch")
   if [ -z "$pkg" ] || [ -z "$run" ]; then
     summary+=("BROKEN    $name: no 'Test: <package> <regexp>' header"); failed=$((failed + 1)); continue
+  fi
+  if [ -z "$fails" ]; then
+    summary+=("BROKEN    $name: no 'Fails: <regexp>' header naming the failure the mutant must cause"); failed=$((failed + 1)); continue
   fi
   git -C "$tree" reset --quiet --hard "$base" && git -C "$tree" clean -qfd -e bin
   t0=$(date +%s)
   log=$work/$name.log
-  if [ "${CONTROL:-0}" = 1 ] && ! run_test "$pkg" "$run" "$env_line" "$log.control"; then
+  if [ "${CONTROL:-1}" = 1 ] && ! run_test "$pkg" "$run" "$env_line" "$log.control"; then
     summary+=("CONTROL   $name: $pkg $run fails without the mutation: $(grep -m1 -- '--- FAIL' "$log.control")"); failed=$((failed + 1)); continue
   fi
   if ! git -C "$tree" apply "$root/$patch" 2>"$log"; then
@@ -85,15 +95,23 @@ for patch in "${patches[@]}"; do
   run_test "$pkg" "$run" "$env_line" "$log"
   rc=$?
   set -e
+  if grep -q 'no tests to run' "$log"; then
+    # A test that moved or was renamed: passing here would read as a
+    # survivor, failing as nothing.
+    summary+=("BROKEN    $name: 'Test: $pkg $run' matches no test"); failed=$((failed + 1)); continue
+  fi
   took=$(($(date +%s) - t0))
   echo "mutations: $name done in ${took}s" >&2
-  if [ $rc -ne 0 ] && grep -q -- '--- FAIL' "$log"; then
+  # The failure: the last line a test printed (a failed test's log comes
+  # after its "--- FAIL" line, and its error usually last; the lines
+  # before are its own logging).
+  why=$(grep -E '^[[:space:]]+[^[:space:]]+_test\.go:[0-9]+:' "$log" | tail -1 | sed 's/^[[:space:]]*//' | cut -c1-160)
+  if [ $rc -ne 0 ] && grep -q -- '--- FAIL' "$log" && grep -qE -- "$fails" "$log"; then
     caught=$((caught + 1))
-    # The failure: the last line a test printed (a failed test's log
-    # comes after its "--- FAIL" line, and its error usually last; the
-    # lines before are its own logging).
-    why=$(grep -E '^[[:space:]]+[^[:space:]]+_test\.go:[0-9]+:' "$log" | tail -1 | sed 's/^[[:space:]]*//' | cut -c1-160)
     summary+=("caught    $name by $pkg $run in ${took}s: $why")
+  elif [ $rc -ne 0 ] && grep -q -- '--- FAIL' "$log"; then
+    failed=$((failed + 1))
+    summary+=("OTHER     $name: $pkg $run failed, but not with /$fails/: $why")
   elif [ $rc -ne 0 ]; then
     failed=$((failed + 1))
     summary+=("ERROR     $name: $pkg $run exited $rc without a failing test (see below)")
@@ -105,5 +123,15 @@ for patch in "${patches[@]}"; do
 done
 echo "mutations: summary"
 printf '%s\n' "${summary[@]}"
-echo "mutations: ${#patches[@]}, caught $caught, not caught $failed, in $(($(date +%s) - start)) s"
+total="mutations: ${#patches[@]}, caught $caught, not caught $failed, in $(($(date +%s) - start)) s"
+echo "$total"
+if [ $# -eq 0 ]; then
+  {
+    echo "# make test-mutations (hack/mutations.sh, every patch; control runs without the mutation: $( [ "${CONTROL:-1}" = 1 ] && echo on || echo off))"
+    echo "# commit $base$( [ -z "$(git status --porcelain --untracked-files=no)" ] || echo ' (with uncommitted changes)'), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(go env GOVERSION)"
+    printf '%s\n' "${summary[@]}"
+    echo "$total"
+  } >test/mutations/results.txt
+  echo "mutations: wrote test/mutations/results.txt"
+fi
 [ "$failed" -eq 0 ]
