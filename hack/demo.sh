@@ -96,8 +96,11 @@ image() {
   step "image $img: building with podman..."
   "${podman[@]}" build -q -t "$img" . >/dev/null
   step "image $img: built"
-  # Earlier demo images; one that a container still runs stays.
-  old=$("${podman[@]}" images --format '{{.Repository}}:{{.Tag}}' --filter reference=localhost/myoperator-demo | grep -vx "$img" || true)
+  # Earlier demo images' tags; one that a container still runs stays. The
+  # filter selects images, and lists every name of each: an image built from
+  # the same binaries also carries the e2e suite's tag
+  # (ghcr.io/example/myoperator:...), which must not go with it.
+  old=$("${podman[@]}" images --format '{{.Repository}}:{{.Tag}}' --filter reference=localhost/myoperator-demo | grep '^localhost/myoperator-demo:' | grep -vx "$img" || true)
   # shellcheck disable=SC2086 # one name per word
   [ -z "$old" ] || "${podman[@]}" rmi $old >/dev/null 2>&1 || true
 }
