@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webappv1 "github.com/example/myoperator/apis/webapp/v1"
 )
 
 // OperandsClusterRole is the ClusterRole that grants the operator its
@@ -62,9 +64,9 @@ func (e *RightsError) Error() string {
 		OperandsClusterRole, e.Namespace, OperandsClusterRole, sa[0], sa[len(sa)-1])
 	if e.NoNamespace {
 		return fmt.Sprintf("operand namespace %s does not exist, and the operator does not create namespaces: "+
-			"create it with Pod Security restricted (kubectl create namespace %s; kubectl label namespace %s pod-security.kubernetes.io/enforce=restricted), "+
+			"create it with Pod Security restricted, marked as an operand namespace (kubectl create namespace %s; kubectl label namespace %s pod-security.kubernetes.io/enforce=restricted %s=true), "+
 			"then grant the operator its rights there (%s); the operands stay where they are meanwhile",
-			e.Namespace, e.Namespace, e.Namespace, bind)
+			e.Namespace, e.Namespace, e.Namespace, webappv1.OperandNamespaceLabel, bind)
 	}
 	return fmt.Sprintf("the operator may not manage Guestbook operands in namespace %s (missing: %s): "+
 		"bind ClusterRole %s to ServiceAccount %s there (%s); the operands stay where they are meanwhile",

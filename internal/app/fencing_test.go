@@ -222,25 +222,10 @@ func buildManager(t *testing.T) string {
 // bound to it: the API server then adds the pod's name to the user's extra.
 func podKubeconfig(ctx context.Context, t *testing.T, cs kubernetes.Interface, cfg *rest.Config, name string) string {
 	t.Helper()
-	pod, err := cs.CoreV1().Pods(operatorNS).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{ServiceAccountName: names.ServiceAccount,
-			Containers: []corev1.Container{{Name: "manager", Image: "controller:latest"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hour := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour,
-			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := podToken(ctx, t, cs, name)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
@@ -566,4 +551,29 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// podToken creates the Pod object name, run as the operator's
+// ServiceAccount (no kubelet runs it), and returns a token of that
+// ServiceAccount bound to it, as a kubelet mounts into the operator's
+// containers: the API server adds the pod's name to the user's extra.
+func podToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	pod, err := cs.CoreV1().Pods(operatorNS).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{ServiceAccountName: names.ServiceAccount,
+			Containers: []corev1.Container{{Name: "manager", Image: "controller:latest"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }

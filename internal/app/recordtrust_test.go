@@ -158,13 +158,28 @@ func TestRecordWritableOnlyByOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx,
-		"myoperator-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	// The operator's containers hold a token bound to their pod.
+	operator, err := client.New(&rest.Config{Host: cfg.Host, BearerToken: podToken(ctx, t, cs, "myoperator-controller-manager-0"),
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}}, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	operator, err := client.New(&rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}},
+	// The same ServiceAccount without a pod: a token minted for it
+	// (kubectl create token), or an admin impersonating it (kubectl --as),
+	// as whoever holds edit or admin in myoperator-system may.
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minted, err := client.New(&rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}},
 		client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	impersonating := rest.CopyConfig(cfg)
+	impersonating.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + operatorNS + ":" + names.ServiceAccount}
+	impersonator, err := client.New(impersonating, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +199,11 @@ func TestRecordWritableOnlyByOperator(t *testing.T) {
 		}
 		return ""
 	})
+	for who, c := range map[string]client.Client{"a token of the ServiceAccount bound to no pod": minted, "an admin impersonating the ServiceAccount": impersonator} {
+		if err := c.Create(ctx, record()); err == nil || !strings.Contains(err.Error(), "with a token bound to one of its pods") {
+			t.Errorf("%s creating the record: %v, want refused for want of a pod-bound token", who, err)
+		}
+	}
 	if err := operator.Create(ctx, record()); err != nil {
 		t.Fatalf("the operator's ServiceAccount creating its record: %v", err)
 	}

@@ -24,6 +24,14 @@ const (
 	// show any ConfigMap of the namespace.
 	MountLabel = "webapp.my.domain/guestbook"
 
+	// OperandNamespaceLabel marks, set to "true" on a namespace by an
+	// admin, a namespace Guestbooks' operands may run in: the admission
+	// policy on the operator's own writes
+	// (config/admission-policy/operator-writes.yaml) lets it create a
+	// Guestbook's ConfigMap only in such a namespace. The operator may
+	// only read namespaces, so whoever takes its pod cannot mark one.
+	OperandNamespaceLabel = "webapp.my.domain/operands"
+
 	// NameLabel is AppName on every Guestbook pod; with InstanceLabel it
 	// selects one Guestbook's pods.
 	NameLabel = "app.kubernetes.io/name"
