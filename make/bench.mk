@@ -18,8 +18,10 @@ BENCH_FULL_FLAGS ?= -reconciles 16
 # make bench-full ends with make bench-shards (yes) or not (no).
 BENCH_FULL_SHARDS ?= yes
 # A lock file each benchmark run holds while it measures (for example
-# /tmp/myoperator-heavy.lock), so that nothing else sharing it loads the
-# machine or the webhook port 9443 meanwhile; empty takes no lock.
+# bin/heavy.lock), so that nothing else sharing it loads the machine or the
+# webhook port 9443 meanwhile; empty takes no lock. The runs are root's (a
+# network namespace): keep the lock in a folder only you may write, never a
+# fixed name in /tmp, where another user could plant it first.
 BENCH_LOCK ?=
 BENCH_LOCKED := $(if $(BENCH_LOCK),flock $(BENCH_LOCK))
 
