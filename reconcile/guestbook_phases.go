@@ -112,6 +112,10 @@ func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulS
 		WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).WithRunAsUser(65532).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithAutomountServiceAccountToken(false).
+		// No environment variables for every Service of the operand
+		// namespace: the Guestbook server reads none, and they would show
+		// its pods the namespace's other Services (and grow with them).
+		WithEnableServiceLinks(false).
 		WithVolumes(corev1ac.Volume().WithName("config").
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(g.Spec.ConfigMapName))).
 		WithAffinity(podAffinity(g))

@@ -29,12 +29,16 @@ type podSettings struct {
 	Affinity          *corev1.Affinity
 	PriorityClassName string
 	ImagePullSecrets  []corev1.LocalObjectReference
+	// EnableServiceLinks is the operator's own, false whatever spec.pod
+	// says.
+	EnableServiceLinks *bool
 }
 
 func settingsOf(sts *appsv1.StatefulSet) podSettings {
 	s := sts.Spec.Template.Spec
 	return podSettings{Resources: s.Containers[0].Resources, NodeSelector: s.NodeSelector, Tolerations: s.Tolerations,
-		Affinity: s.Affinity, PriorityClassName: s.PriorityClassName, ImagePullSecrets: s.ImagePullSecrets}
+		Affinity: s.Affinity, PriorityClassName: s.PriorityClassName, ImagePullSecrets: s.ImagePullSecrets,
+		EnableServiceLinks: s.EnableServiceLinks}
 }
 
 // templateHas returns "" once the pod template of the StatefulSet key
@@ -80,6 +84,7 @@ func TestGuestbookPodSettings(t *testing.T) {
 			Limits: corev1.ResourceList{corev1.ResourceMemory: q("64Mi")}},
 		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: ownTerm(name)}}}},
+		EnableServiceLinks: ptr.To(false),
 	}
 	userAnti := corev1.PodAffinityTerm{TopologyKey: "topology.kubernetes.io/zone",
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
@@ -106,6 +111,7 @@ func TestGuestbookPodSettings(t *testing.T) {
 		NodeSelector: pod.NodeSelector, Tolerations: pod.Tolerations, PriorityClassName: "gb-high", ImagePullSecrets: pod.ImagePullSecrets,
 		Affinity: &corev1.Affinity{NodeAffinity: nodeAffinity, PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{ownTerm(name), userAnti}}},
+		EnableServiceLinks: ptr.To(false),
 	}
 	templateIs := func(want podSettings) func() string { return templateHas(key, want) }
 	setPod := func(p *webappv1.GuestbookPod) {
@@ -222,7 +228,8 @@ func TestGuestbookPodSettingsFromCreate(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, templateIs(podSettings{
 		Resources: *g.Spec.Pod.Resources, NodeSelector: g.Spec.Pod.NodeSelector, Tolerations: g.Spec.Pod.Tolerations,
 		PriorityClassName: "gb-high", ImagePullSecrets: g.Spec.Pod.ImagePullSecrets,
-		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{ownTerm(name)}}},
+		Affinity:           &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{ownTerm(name)}}},
+		EnableServiceLinks: ptr.To(false),
 	}))
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
@@ -238,5 +245,6 @@ func TestGuestbookPodSettingsFromCreate(t *testing.T) {
 			Limits: corev1.ResourceList{corev1.ResourceMemory: q("64Mi")}},
 		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: ownTerm(name)}}}},
+		EnableServiceLinks: ptr.To(false),
 	}))
 }
