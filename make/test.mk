@@ -38,7 +38,7 @@ test-crash-points: k8s-binaries ## The write-point table: the manager SIGKILLed 
 	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" CRASH_POINTS=all go test -count=1 -timeout 60m -v ./test/faults/ -run TestCrashAtEveryWrite
 
 .PHONY: test-faults-long
-test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 objects that are not the operator's against its memory and requests (about 3.5 min), a tenant's 140 MiB of labelled ConfigMaps and annotated Drinks against its heap (about 1 min), and 20 trials of the paused-leader fence (about 4 min).
+test-faults-long: k8s-binaries ## The long forms of the cluster faults: 27,000 objects that are not the operator's against its memory and requests (about 3.5 min), a tenant's 188 MiB of labelled ConfigMaps, ConfigMaps labelled as Drinks' with large layouts and annotated Drinks against its heap, and the heap again once they are deleted (about 1 min; make test runs 30 of each), and 20 trials of the paused-leader fence (about 4 min).
 	go test -count=1 -exec /bin/true ./test/clusterfaults/ ./internal/app/ >/dev/null  # compile outside the namespace, run nothing
 	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" MYOPERATOR_LONG_FAULTS=1 go test -count=1 -timeout 30m -v ./test/clusterfaults/ -run 'TestForeignObjectsMemory|TestTenantCannotFillCache'
 	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" FENCE_TRIALS=20 go test -count=1 -timeout 30m -v ./internal/app/ -run TestPausedLeaderIsFenced

@@ -49,8 +49,8 @@ func (r *DrinkReconciler) ensureConfigMap(ctx context.Context, d *drinksv1.Drink
 	live := &corev1.ConfigMap{}
 	found, fromCache, err := readOperandFrom(ctx, r.Client, r.APIReader, key, live)
 	// A trimmed ConfigMap keeps its owner references, so a conflict is
-	// still told from the cache, below.
-	if err == nil && found && fromCache && isTrimmed(live) && (controlledBy(live, d.UID) || namesOwner(live, d.UID)) {
+	// still told from the cache, below, unless the trim cut some of them.
+	if err == nil && found && fromCache && isTrimmed(live) && (ownersCut(live) || controlledBy(live, d.UID) || namesOwner(live, d.UID)) {
 		if trimmedMatches(live, d, layout, data, r.bucketLabel(d)) {
 			return "", nil
 		}
