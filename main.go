@@ -24,6 +24,7 @@ import (
 	"github.com/example/myoperator/internal/memlimit"
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/version"
+	"github.com/example/myoperator/internal/webhookguard"
 )
 
 func main() {
@@ -63,6 +64,10 @@ func run() error {
 	} else if soft > 0 {
 		log.Info("Go soft memory limit from the container's", "bytes", soft, "fraction", memlimit.Fraction)
 	}
+	if o.WebhookLimits.BufferBytes == 0 {
+		o.WebhookLimits.BufferBytes = webhookguard.BufferFor(memlimit.Container())
+	}
+	log.Info("webhook bounds", "maxRequestsInFlight", o.WebhookLimits.MaxInFlight, "maxBufferedBytes", o.WebhookLimits.BufferBytes)
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(f.QPS), f.Burst
 	cfg.UserAgent = names.AppName

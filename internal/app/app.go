@@ -42,6 +42,7 @@ import (
 	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/internal/webhook"
 	"github.com/example/myoperator/internal/webhookdrain"
+	"github.com/example/myoperator/internal/webhookguard"
 	"github.com/example/myoperator/internal/writecount"
 	"github.com/example/myoperator/reconcile"
 )
@@ -121,6 +122,10 @@ type Options struct {
 	CertDir     string
 	// Conversion bounds each conversion request (zero: the defaults).
 	Conversion webhook.ConversionLimits
+	// WebhookLimits bound every webhook endpoint together: requests in
+	// flight, bytes held, read and write time (zero fields: the defaults;
+	// main sizes BufferBytes from the container's memory limit).
+	WebhookLimits webhookguard.Limits
 
 	// Certs configures the operator's own certificate management; nil
 	// leaves certificates to someone else (cert-manager, OLM, envtest).
@@ -242,6 +247,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = syncer.GetCertificate })
 	}
 	webhookServer := webhookdrain.New(crwebhook.NewServer(webhookOpts), o.WebhookDrainPeriod)
+	// The conversion handler streams its body and holds at most about
+	// three objects of it at once (the decoder's window and what arrived
+	// before the review's uid); every other handler's body is read whole.
+	guard := webhookguard.New(o.WebhookLimits, map[string]int64{webhook.ConvertPath: 3 * o.Conversion.WithDefaults().MaxObjectBytes})
+	webhookServer.Wrap = guard.Wrap
 	if err := ValidateWatchNamespaces(o.WatchNamespaces); err != nil {
 		return nil, err
 	}

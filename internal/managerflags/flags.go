@@ -14,6 +14,7 @@ import (
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/validation"
 	"github.com/example/myoperator/internal/webhook"
+	"github.com/example/myoperator/internal/webhookguard"
 )
 
 // Flags are the manager's flags. Those that map one to one onto a field of
@@ -61,6 +62,14 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"Longest conversion request (a whole LIST page, or an unpaginated list, of Drinks read through another version) a replica takes; a longer one is answered 413. The default holds 50,000 Drinks (the largest cluster in docs/sizing.md) of 8 KiB each; the memory a request takes follows its largest object, not this.")
 	fs.Int64Var(&o.Conversion.MaxObjectBytes, "conversion-max-object-bytes", webhook.DefaultMaxConversionObjectBytes,
 		"Longest object in a conversion request (kube-apiserver stores none longer than the default); a request with a longer one is answered 413.")
+	fs.IntVar(&o.WebhookLimits.MaxInFlight, "webhook-max-requests-in-flight", webhookguard.DefaultMaxInFlight,
+		"Requests each webhook endpoint serves at once; beyond, 429 with Retry-After, which the API server retries within its call's timeout.")
+	fs.Int64Var(&o.WebhookLimits.BufferBytes, "webhook-max-buffered-bytes", 0,
+		"Request bytes the webhook endpoints hold together; beyond, 429. 0: half of the container's memory limit (MEMORY_LIMIT), or 128 MiB when it is not known.")
+	fs.DurationVar(&o.WebhookLimits.ReadTimeout, "webhook-read-timeout", webhookguard.DefaultReadTimeout,
+		"How long a webhook request's body may take to arrive after its headers; a slower one is cut (the API server gives up on a call after at most 30 s).")
+	fs.DurationVar(&o.WebhookLimits.WriteTimeout, "webhook-write-timeout", webhookguard.DefaultWriteTimeout,
+		"How long a webhook request may take, from its headers to the last byte of its answer; the connection of a slower one is cut.")
 	// Reconciles mostly wait on the API server, so more workers than cores
 	// pay off: the Drink benchmark found 16 to 32 best on 2 cores.
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "Reconciles each controller runs at once (16 to 32 measured best on 2 cores: docs/BENCHMARKS.md).")
@@ -103,6 +112,9 @@ func (f *Flags) Validate() error {
 			"a replica renewing on time must never look gone", f.Sharding.Duration, f.Sharding.Renew))
 	}
 	if err := f.Manager.Conversion.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.Manager.WebhookLimits.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := parseIPs(f.ExtraIPs); err != nil {

@@ -20,6 +20,17 @@ const Fraction = 0.85
 // Soft returns the soft limit for a container limit of limitBytes.
 func Soft(limitBytes int64) int64 { return int64(float64(limitBytes) * Fraction) }
 
+// Container returns the container's memory limit from $MEMORY_LIMIT, 0
+// when it is not set or not a positive number of bytes (FromEnv reports
+// that one).
+func Container() int64 {
+	limit, err := strconv.ParseInt(os.Getenv(EnvVar), 10, 64)
+	if err != nil || limit <= 0 {
+		return 0
+	}
+	return limit
+}
+
 // FromEnv sets the runtime's soft memory limit to Fraction of $MEMORY_LIMIT
 // and returns it. It leaves the runtime alone, returning 0, when GOMEMLIMIT
 // is set (the admin's own choice wins) or MEMORY_LIMIT is not; a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
+
+	"github.com/example/myoperator/internal/webhookguard"
 )
 
 // ConvertPath is the path of the conversion webhook (config/crd patches).
@@ -62,7 +65,8 @@ func (l ConversionLimits) Validate() error {
 	return nil
 }
 
-func (l ConversionLimits) withDefaults() ConversionLimits {
+// WithDefaults returns l with the defaults in its zero fields.
+func (l ConversionLimits) WithDefaults() ConversionLimits {
 	if l.MaxRequestBytes <= 0 {
 		l.MaxRequestBytes = DefaultMaxConversionRequestBytes
 	}
@@ -104,7 +108,7 @@ func registerConversion(mgr ctrl.Manager, limits ConversionLimits, passThrough m
 		decoder:     crconversion.NewDecoder(mgr.GetScheme()),
 		registry:    mgr.GetConverterRegistry(),
 		passThrough: passThrough,
-		limits:      limits.withDefaults(),
+		limits:      limits.WithDefaults(),
 	})
 }
 
@@ -155,6 +159,17 @@ func (h *streamingConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		panic(http.ErrAbortHandler)
 	case errors.As(err, &tooLarge):
 		h.refuseTooLarge(w, r, "the ConversionReview is longer")
+	case errors.Is(err, webhookguard.ErrBusy):
+		// The replica holds as many request bytes as it may: the API
+		// server tries again after the Retry-After.
+		ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").V(1).Info("conversion request refused: the replica holds as many request bytes as it may")
+		webhookguard.RefuseBusy(w, ConvertPath)
+	case isTimeout(err):
+		h.refuse(w, r, http.StatusRequestTimeout, "the ConversionReview did not arrive whole within --webhook-read-timeout")
+	case errors.Is(err, errPendingTooLarge):
+		h.refuse(w, r, http.StatusBadRequest, fmt.Sprintf(
+			"the ConversionReview has more than %d bytes of objects before request.uid and request.desiredAPIVersion (--conversion-max-object-bytes); send those first, as the API server does",
+			h.limits.MaxObjectBytes))
 	case errors.Is(err, errValueTooLarge):
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"a value of the ConversionReview is longer than %d bytes (--conversion-max-object-bytes)", h.limits.MaxObjectBytes))
@@ -175,8 +190,7 @@ func (h *streamingConversion) refuse(w http.ResponseWriter, r *http.Request, cod
 	ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Info("conversion request refused", "code", code, "reason", msg)
 	refusedConversions.WithLabelValues(strconv.Itoa(code)).Inc()
 	// The rest of the body is not read: the server closes the connection.
-	w.Header().Set("Connection", "close")
-	http.Error(w, msg, code)
+	webhookguard.Refuse(w, code, msg)
 }
 
 // conversionError is an object the handler can neither convert nor pass
@@ -193,9 +207,16 @@ type review struct {
 	haveUID          bool
 	haveDesired      bool
 	// pending are objects read before the uid and desiredAPIVersion (the
-	// API server sends those first; another client may not).
-	pending []json.RawMessage
+	// API server sends those first; another client may not), at most
+	// MaxObjectBytes of them together (errPendingTooLarge): without a bound
+	// a client could make a replica hold a whole request of them.
+	pending      []json.RawMessage
+	pendingBytes int64
 }
+
+// errPendingTooLarge: the objects sent before the review's uid and
+// desiredAPIVersion are longer than one object may be.
+var errPendingTooLarge = errors.New("objects before request.uid and request.desiredAPIVersion")
 
 // stream reads the review value by value and converts each object as it
 // arrives.
@@ -276,6 +297,10 @@ func (h *streamingConversion) streamObjects(ctx context.Context, dec *json.Decod
 			return err
 		}
 		if !rv.haveUID || !rv.haveDesired {
+			rv.pendingBytes += int64(len(raw))
+			if rv.pendingBytes > h.limits.MaxObjectBytes {
+				return errPendingTooLarge
+			}
 			rv.pending = append(rv.pending, raw)
 			continue
 		}
@@ -407,6 +432,13 @@ func (o *reviewWriter) fail(rv *review, err error) {
 		"kind": "ConversionReview", "apiVersion": "apiextensions.k8s.io/v1",
 		"response": map[string]any{"uid": rv.uid, "result": map[string]any{"status": "Failure", "message": err.Error()}},
 	})
+}
+
+// isTimeout reports whether err is a deadline of the connection passing
+// (internal/webhookguard sets them).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func jsonString(s string) string {

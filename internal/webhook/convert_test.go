@@ -40,7 +40,7 @@ func newTestConversion(t *testing.T, limits ConversionLimits) (*streamingConvers
 	}
 	h := &streamingConversion{scheme: s, decoder: crconversion.NewDecoder(s), registry: registry,
 		passThrough: map[schema.GroupKind]PassThroughFunc{{Group: "example.com", Kind: "Drink"}: conversion.PassThrough},
-		limits:      limits.withDefaults()}
+		limits:      limits.WithDefaults()}
 	return h, crconversion.NewWebhookHandler(s, registry)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/scheme"
+	"github.com/example/myoperator/internal/webhookguard"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -27,7 +28,8 @@ var (
 
 // TestMain starts the project-built kube-apiserver with config/crd and
 // config/webhook installed, and the operator's manager (app.New) serving
-// every webhook on loopback.
+// every webhook on loopback, bounded as a replica with a 512 Mi limit
+// (slow_requests_test.go).
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
@@ -43,7 +45,8 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{}); err != nil {
+	limits := webhookguard.Limits{BufferBytes: webhookguard.BufferFor(testMemoryLimit), ReadTimeout: testReadTimeout, WriteTimeout: testWriteTimeout}
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{WebhookLimits: limits}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -30,11 +30,13 @@ var configReadFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
 
 // refusedConversions counts the conversion requests answered with an HTTP
 // error before any object was converted: 413 for a review or a value
-// beyond the bounds (ConversionLimits), 400 for one that does not parse.
+// beyond the bounds (ConversionLimits), 400 for one that does not parse or
+// sends objects before its uid, 408 for one whose body did not arrive in
+// time (internal/webhookguard's read timeout).
 // The API server sends neither; a rising count is a client that is not it.
 var refusedConversions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "myoperator_conversion_requests_refused_total",
-	Help: "Conversion requests refused before any object was converted, by HTTP status code (413: beyond the size bounds; 400: malformed).",
+	Help: "Conversion requests refused before any object was converted, by HTTP status code (413: beyond the size bounds; 400: malformed; 408: the body did not arrive in time).",
 }, []string{"code"})
 
 func init() {
@@ -47,7 +49,7 @@ func init() {
 		}
 	}
 	// The codes refuse answers with (convert.go), likewise at 0.
-	for _, code := range []int{http.StatusRequestEntityTooLarge, http.StatusBadRequest} {
+	for _, code := range []int{http.StatusRequestEntityTooLarge, http.StatusBadRequest, http.StatusRequestTimeout} {
 		refusedConversions.WithLabelValues(strconv.Itoa(code))
 	}
 }

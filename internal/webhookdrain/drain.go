@@ -17,6 +17,9 @@ type Server struct {
 	webhook.Server
 	// Period is how long the server drains before it stops.
 	Period time.Duration
+	// Wrap, if set, wraps each handler registered through the server
+	// (internal/webhookguard's bounds), inside the drain.
+	Wrap func(path string, h http.Handler) http.Handler
 
 	once  sync.Once
 	began chan struct{} // closed when draining begins
@@ -30,6 +33,9 @@ func New(s webhook.Server, period time.Duration) *Server {
 
 // Register registers hook on the wrapped server, behind the drain.
 func (s *Server) Register(path string, hook http.Handler) {
+	if s.Wrap != nil {
+		hook = s.Wrap(path, hook)
+	}
 	s.Server.Register(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Draining() {
 			// net/http closes the connection after this response.
