@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
+	"github.com/example/myoperator/internal/freshread"
 )
 
 // liveConfigTimeout bounds the OperatorConfig read inside a Drink's
@@ -32,9 +33,29 @@ const liveConfigTimeout = 2 * time.Second
 // queued behind the very requests that waited on it, and the webhook timed
 // out (TestLeaseUnderAPFSqueeze). If the read still fails, the cached
 // OperatorConfig is the best there is: a Drink is not refused for it.
+//
+// Reads are shared among the reviews waiting on them (internal/freshread):
+// each review still gets a read begun after it arrived, but a flood of
+// reviews, which anyone reaching the webhook port can send, costs at most
+// one read at a time and ConfigReadsPerSecond.
 type liveConfigReader struct {
 	live   client.Reader
 	cached client.Reader
+	reads  *freshread.Group[*operatorv1alpha1.OperatorConfig]
+}
+
+// ConfigReadsPerSecond and ConfigReadBurst bound the live OperatorConfig
+// reads: shared, one read answers every Drink admission that waited on
+// it, so the rate follows the API server's latency, not the rate of Drink
+// writes.
+const (
+	ConfigReadsPerSecond = 20
+	ConfigReadBurst      = 5
+)
+
+func newLiveConfigReader(live, cached client.Reader) liveConfigReader {
+	return liveConfigReader{live: live, cached: cached,
+		reads: freshread.New[*operatorv1alpha1.OperatorConfig](ConfigReadsPerSecond, ConfigReadBurst, liveConfigTimeout)}
 }
 
 func (r liveConfigReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -43,8 +64,16 @@ func (r liveConfigReader) Get(ctx context.Context, key client.ObjectKey, obj cli
 	}
 	liveCtx, cancel := context.WithTimeout(ctx, liveConfigTimeout)
 	defer cancel()
-	err := r.live.Get(liveCtx, key, obj, opts...)
-	if err == nil || apierrors.IsNotFound(err) {
+	read, err := r.reads.Do(liveCtx, key.String(), func(ctx context.Context) (*operatorv1alpha1.OperatorConfig, error) {
+		oc := &operatorv1alpha1.OperatorConfig{}
+		return oc, r.live.Get(ctx, key, oc, opts...)
+	})
+	if err == nil {
+		// Shared with the other reviews that waited on the read: a copy.
+		read.DeepCopyInto(obj.(*operatorv1alpha1.OperatorConfig))
+		return nil
+	}
+	if apierrors.IsNotFound(err) {
 		return err
 	}
 	configReadFallbacks.Inc()

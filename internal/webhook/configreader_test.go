@@ -54,7 +54,7 @@ func TestLiveConfigReader(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.ToFloat64(configReadFallbacks)
-			err := liveConfigReader{live: tc.live, cached: cached}.Get(context.Background(), client.ObjectKey{Name: "cluster"}, tc.obj)
+			err := newLiveConfigReader(tc.live, cached).Get(context.Background(), client.ObjectKey{Name: "cluster"}, tc.obj)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %t", err, tc.wantErr)
 			}

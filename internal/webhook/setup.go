@@ -54,7 +54,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	registerConversion(mgr, opts.Conversion, map[schema.GroupKind]PassThroughFunc{
 		drinksv1.GroupVersion.WithKind("Drink").GroupKind(): conversion.PassThrough,
 	})
-	dw := &DrinkWebhook{Config: liveConfigReader{live: mgr.GetAPIReader(), cached: mgr.GetClient()}, Namespace: opts.Namespace, Records: opts.Records}
+	dw := &DrinkWebhook{Config: newLiveConfigReader(mgr.GetAPIReader(), mgr.GetClient()), Namespace: opts.Namespace, Records: opts.Records}
 	if err := ctrl.NewWebhookManagedBy(mgr, &drinksv1.Drink{}).
 		WithConverter(drinks.NewConverter()).
 		WithValidator(dw).

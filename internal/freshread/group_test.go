@@ -1,0 +1,104 @@
+package freshread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSharedAndFresh: callers that arrive while a read runs all get the
+// one read queued after it, never the running one's value, and the reads
+// of a key never overlap.
+func TestSharedAndFresh(t *testing.T) {
+	g := New[int](1000, 1000, time.Second)
+	var reads, running, overlapped atomic.Int32
+	release := make(chan struct{})
+	read := func(context.Context) (int, error) {
+		if running.Add(1) > 1 {
+			overlapped.Add(1)
+		}
+		defer running.Add(-1)
+		n := int(reads.Add(1))
+		if n == 1 {
+			<-release // the first read runs until every later caller asked
+		}
+		return n, nil
+	}
+	first := make(chan int)
+	go func() {
+		v, _ := g.Do(context.Background(), "k", read)
+		first <- v
+	}()
+	for reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	const later = 50
+	got := make([]int, later)
+	var wg sync.WaitGroup
+	for i := range later {
+		wg.Go(func() { got[i], _ = g.Do(context.Background(), "k", read) })
+	}
+	time.Sleep(50 * time.Millisecond) // every later caller is waiting
+	close(release)
+	wg.Wait()
+	if v := <-first; v != 1 {
+		t.Errorf("the first caller got read %d, want 1", v)
+	}
+	for i, v := range got {
+		if v != 2 {
+			t.Errorf("caller %d, which asked while read 1 ran, got read %d, want 2", i, v)
+		}
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("%d reads for 1+%d callers, want 2", n, later)
+	}
+	if n := overlapped.Load(); n != 0 {
+		t.Errorf("%d reads of the key overlapped another", n)
+	}
+}
+
+// TestRateBound: however many keys callers ask for, reads start at most at
+// the Group's rate (after its burst).
+func TestRateBound(t *testing.T) {
+	const perSecond, burst = 20, 5
+	g := New[string](perSecond, burst, 5*time.Second)
+	var reads atomic.Int32
+	read := func(context.Context) (string, error) { reads.Add(1); return "", nil } //nolint:unparam // a Group's read
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 500 {
+		wg.Go(func() { _, _ = g.Do(ctx, fmt.Sprintf("pod-%d", i), read) })
+	}
+	wg.Wait()
+	// Reads that had started when the callers gave up.
+	if n, most := reads.Load(), int32(burst+perSecond/2+1); n > most {
+		t.Errorf("%d reads in 0.5 s for 500 keys, want at most %d (%d a second, burst %d)", n, most, perSecond, burst)
+	}
+}
+
+// TestCallerGivesUp: a caller whose context ends gets its error at once;
+// the read goes on and answers the callers still waiting.
+func TestCallerGivesUp(t *testing.T) {
+	g := New[int](1000, 1000, time.Second)
+	release := make(chan struct{})
+	read := func(context.Context) (int, error) { <-release; return 7, nil } //nolint:unparam // a Group's read
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error)
+	go func() { _, err := g.Do(ctx, "k", read); gaveUp <- err }()
+	waited := make(chan int)
+	time.Sleep(10 * time.Millisecond)
+	go func() { v, _ := g.Do(context.Background(), "k", read); waited <- v }()
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("the caller that gave up got %v, want context.Canceled", err)
+	}
+	close(release)
+	if v := <-waited; v != 7 {
+		t.Errorf("the caller that waited got %d, want 7", v)
+	}
+}
