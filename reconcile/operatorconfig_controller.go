@@ -9,12 +9,14 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -157,8 +159,9 @@ const ReasonRecordUnusable = "RecordUnusable"
 
 // reportUnusableRecord says, once per problem, that the stored record does
 // not decode or validate: the operator runs as if there were none, and the
-// next accepted OperatorConfig writes it anew (persistRecord). The leader
-// reports it, on the record.
+// accepted OperatorConfig, if there is one, writes it anew in the same
+// reconcile (persistRecord), which a change of the record sets off. The
+// leader reports it, on the record.
 func (r *OperatorConfigReconciler) reportUnusableRecord(ctx context.Context, problem error) error {
 	if problem == nil {
 		r.reported = ""
@@ -167,7 +170,7 @@ func (r *OperatorConfigReconciler) reportUnusableRecord(ctx context.Context, pro
 	if problem.Error() == r.reported || !r.leading() {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).Error(problem, "the configuration record is ignored; the next accepted OperatorConfig writes it anew")
+	ctrl.LoggerFrom(ctx).Error(problem, "the configuration record is ignored; the accepted OperatorConfig, when there is one, writes it anew")
 	have := &corev1.ConfigMap{}
 	if err := r.Records.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: opconfig.RecordName}, have); err != nil {
 		return client.IgnoreNotFound(err)
@@ -235,8 +238,20 @@ func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	if r.Records == nil {
 		r.Records = &opconfig.Records{Reader: mgr.GetAPIReader(), Namespace: r.Namespace, Elected: r.Elected}
 	}
+	// A change of the record (a restore from an old backup, a write past
+	// its admission policy) is reconciled at once: an unusable one is then
+	// written anew from the accepted OperatorConfig within seconds, not at
+	// its next change. The cache holds the record (it carries the
+	// operator's label) by its identity only; the reconcile reads it whole.
+	record := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlreconcile.Request {
+		if o.GetNamespace() != r.Namespace || o.GetName() != opconfig.RecordName {
+			return nil
+		}
+		return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Name: operatorv1alpha1.SingletonName}}}
+	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&operatorv1alpha1.OperatorConfig{}).
+		Watches(&corev1.ConfigMap{}, record).
 		WithOptions(opts)
 	if r.MigrationDone != nil {
 		b = b.WatchesRawSource(source.Channel(r.MigrationDone, &handler.EnqueueRequestForObject{}))

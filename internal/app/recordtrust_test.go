@@ -84,6 +84,19 @@ func TestRecordNeverTrustedBlindly(t *testing.T) {
 	waitRecord(t, c, "written anew after data that is not JSON", func(*opconfig.Record) string { return "" })
 	waitEventNote(t, c, reconcile.ReasonRecordUnusable, "does not decode")
 
+	// 1b. Corrupted while the manager runs (a restore of an old backup, or
+	// a write past the policy), the OperatorConfig unchanged: written anew
+	// from it within seconds, not at its next change.
+	corrupted := time.Now()
+	writeRecord(t, c, map[string]string{"accepted.json": "{restored from an old backup"}, true)
+	waitRecordWithin(t, c, 10*time.Second, "written anew while the OperatorConfig stays as it was", func(rec *opconfig.Record) string {
+		if rec.Effective.GuestbookNamespace != "team-a" {
+			return "guestbook namespace " + rec.Effective.GuestbookNamespace
+		}
+		return ""
+	})
+	t.Logf("a record corrupted while the manager ran was written anew in %s", time.Since(corrupted).Round(100*time.Millisecond))
+
 	// 2. Forged: decodes, breaks the rules; the OperatorConfig is
 	// missing, so the record is all the operator has.
 	r.stop(t)
@@ -251,7 +264,13 @@ func writeRecord(t *testing.T, c client.Client, data map[string]string, labelled
 // waitRecord waits until the record decodes, validates and passes cond.
 func waitRecord(t *testing.T, c client.Client, what string, cond func(*opconfig.Record) string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func() string {
+	waitRecordWithin(t, c, 30*time.Second, what, cond)
+}
+
+// waitRecordWithin is waitRecord for at most timeout.
+func waitRecordWithin(t *testing.T, c client.Client, timeout time.Duration, what string, cond func(*opconfig.Record) string) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() string {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, cm); err != nil {
 			return what + ": " + err.Error()
