@@ -46,9 +46,9 @@ func TestLostFieldsNamesWhatAnotherWriterTook(t *testing.T) {
 }
 
 // TestStatefulSetAddedNamesTheProbes: statefulSetAdded names exactly what
-// the previous release's StatefulSet lacks (the probes and the default pod
-// anti-affinity), so that the first apply after an upgrade reports no
-// correction, and nothing more.
+// the previous release's StatefulSet lacks (the probes, the default pod
+// anti-affinity and enableServiceLinks), so that the first apply after an
+// upgrade reports no correction, and nothing more.
 func TestStatefulSetAddedNamesTheProbes(t *testing.T) {
 	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "gb", UID: "u"},
 		Spec: webappv1.GuestbookSpec{Size: 2, ConfigMapName: "gb-cm"}}
@@ -58,6 +58,7 @@ func TestStatefulSetAddedNamesTheProbes(t *testing.T) {
 	previous.Spec.Template.Spec.Containers[0].ReadinessProbe = nil
 	previous.Spec.Template.Spec.Containers[0].LivenessProbe = nil
 	previous.Spec.Template.Spec.Affinity = nil
+	previous.Spec.Template.Spec.EnableServiceLinks = nil
 	w, h, err := asTrees(want, previous)
 	if err != nil {
 		t.Fatal(err)

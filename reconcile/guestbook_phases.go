@@ -176,11 +176,13 @@ func (r *GuestbookReconciler) ensureStatefulSet(ctx context.Context, g *webappv1
 // statefulSetAdded are the fields of statefulSetFor that the previous
 // release (v0.2.0) did not set: on a StatefulSet it applied, their absence
 // is the upgrade, not another writer's change (RELEASES.md, Operands).
-// The affinity is the default pod anti-affinity every Guestbook now has.
+// The affinity is the default pod anti-affinity every Guestbook now has;
+// enableServiceLinks is off in every Guestbook's pods now.
 var statefulSetAdded = []string{
 	"spec.template.spec.affinity",
 	"spec.template.spec.containers[0].livenessProbe",
 	"spec.template.spec.containers[0].readinessProbe",
+	"spec.template.spec.enableServiceLinks",
 }
 
 // ensureService converges the Guestbook's Service.
