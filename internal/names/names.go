@@ -31,6 +31,16 @@ const (
 	ShardFenceWebhookConfig = "myoperator-shard-fence"
 )
 
+// The ValidatingAdmissionPolicies of config/admission-policy that narrow
+// what the operator's ServiceAccount may write, each bound under its own
+// name: an install without them (OLM's bundle cannot carry them) leaves
+// the ServiceAccount its RBAC rights alone.
+const (
+	ConfigMapsPolicy  = "myoperator-operator-configmaps"
+	CAInjectionPolicy = "myoperator-operator-ca-injection"
+	RecordPolicy      = "myoperator-accepted-config-record"
+)
+
 // The CustomResourceDefinitions the operator serves; it registers none of
 // them, and writes only DrinkCRD's conversion CA bundle.
 const (

@@ -52,6 +52,33 @@ var Checks = []Check{
 	{"webhook-endpoints", "every webhook's Service has a ready endpoint", WebhookEndpoints},
 	{"stored-versions", "each CRD's status.storedVersions is its storage version alone", StoredVersions},
 	{"accepted-config", "the accepted configuration equals the OperatorConfig's effective configuration", AcceptedConfig},
+	{"admission-policies", "the admission policies that narrow the operator's ServiceAccount are installed and bound to deny", AdmissionPolicies},
+}
+
+// AdmissionPolicies: config/admission-policy's policies exist, each with
+// its binding denying. An install without them (OLM's bundle cannot carry
+// a ValidatingAdmissionPolicy) works, but whoever takes an operator pod
+// then holds the ServiceAccount's RBAC rights whole: any ConfigMap in the
+// cluster, its webhook configurations and the Drink CRD.
+func AdmissionPolicies(s *State) []Finding {
+	var out []Finding
+	for _, name := range Policies {
+		st := s.Policies[name]
+		var problem string
+		switch {
+		case !st.Policy:
+			problem = "missing: nothing narrows the operator's ServiceAccount beyond its RBAC rights (an OLM install carries none of these policies)"
+		case !st.Binding:
+			problem = "not bound: the policy refuses nothing"
+		case !st.Deny:
+			problem = "its binding does not deny (validationActions without Deny, or another policy's name): what it refuses is still written"
+		default:
+			continue
+		}
+		out = append(out, Finding{Check: "admission-policies", Object: "validatingadmissionpolicy/" + name, Problem: problem,
+			Fix: "kubectl apply -k config/admission-policy (config/certmanager-default's with cert-manager; docs/olm.md)"})
+	}
+	return out
 }
 
 // Run runs every check on s.

@@ -119,6 +119,10 @@ func healthy(t *testing.T) *State {
 	e := opconfig.Effective(operatorv1alpha1.OperatorConfigSpec{LogLevel: operatorv1alpha1.LogDebug})
 	s.OperatorConfig = &operatorv1alpha1.OperatorConfig{Status: operatorv1alpha1.OperatorConfigStatus{Effective: &e}}
 	s.Record = &opconfig.Record{Effective: e}
+	s.Policies = map[string]PolicyState{}
+	for _, name := range Policies {
+		s.Policies[name] = PolicyState{Policy: true, Binding: true, Deny: true}
+	}
 	return s
 }
 
@@ -240,6 +244,14 @@ func TestChecks(t *testing.T) {
 		}, "is not a usable configuration record"},
 		{"accepted-config: no OperatorConfig", AcceptedConfig, func(s *State) { s.OperatorConfig = nil }, "operatorconfig/cluster is missing"},
 		{"accepted-config: not reconciled", AcceptedConfig, func(s *State) { s.OperatorConfig.Status.Effective = nil }, "has no status.effective"},
+		{"admission-policies: healthy", AdmissionPolicies, func(*State) {}, ""},
+		{"admission-policies: none, as OLM installs", AdmissionPolicies, func(s *State) { s.Policies = nil }, "an OLM install carries none"},
+		{"admission-policies: the ConfigMaps' policy not bound", AdmissionPolicies, func(s *State) {
+			s.Policies[names.ConfigMapsPolicy] = PolicyState{Policy: true}
+		}, "validatingadmissionpolicy/" + names.ConfigMapsPolicy + " not bound"},
+		{"admission-policies: the record's binding only warns", AdmissionPolicies, func(s *State) {
+			s.Policies[names.RecordPolicy] = PolicyState{Policy: true, Binding: true}
+		}, "validatingadmissionpolicy/" + names.RecordPolicy + " its binding does not deny"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthy(t)

@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -35,6 +36,7 @@ import (
 	"github.com/example/myoperator/internal/plugin"
 	"github.com/example/myoperator/internal/plugin/doctor"
 	"github.com/example/myoperator/internal/plugin/status"
+	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
@@ -198,6 +200,9 @@ func TestDoctorOnAPIServer(t *testing.T) {
 				}
 			}
 		}, "crd/drinks.example.com status.storedVersions is [v1beta1 v1], want [v1]"},
+		{"admission-policies", "the ConfigMaps' policy's binding deleted", func(t *testing.T) func() {
+			return remove(t, k8s, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, client.ObjectKey{Name: names.ConfigMapsPolicy})
+		}, "validatingadmissionpolicy/" + names.ConfigMapsPolicy + " not bound"},
 		{"accepted-config", "the record of the accepted configuration edited", func(t *testing.T) func() {
 			return edit(t, k8s, &corev1.ConfigMap{}, client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, func(cm *corev1.ConfigMap) {
 				for k, v := range cm.Data {
@@ -260,6 +265,23 @@ func installation(t *testing.T, c client.Client, ca []byte, certDir string) {
 	}
 	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret},
 		Data: map[string][]byte{"ca.crt": ca, "tls.crt": crt}})
+	// config/admission-policy's policies. The manager here runs as the
+	// admin, whose writes of the record that policy refuses: its binding
+	// matches no namespace in this test (doctor looks at the binding's
+	// policy and actions only).
+	policies, err := manifests.Render("config/admission-policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range policies {
+		if o.GetKind() == "ValidatingAdmissionPolicyBinding" && o.GetName() == names.RecordPolicy {
+			nothing := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"doctor-test": "matches-nothing"}}}
+			if err := unstructured.SetNestedMap(o.Object, nothing, "spec", "matchResources"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCreate(t, c, o)
+	}
 	// The webhook Service, with one endpoint that is not ready: no
 	// webhook calls it (envtest's call URLs) until a case moves one there.
 	mustCreate(t, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.WebhookService},

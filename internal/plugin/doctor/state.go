@@ -59,6 +59,20 @@ type State struct {
 	// there is none.
 	Record    *opconfig.Record
 	RecordErr error
+	// Policies are the admission policies of Policies, by name.
+	Policies map[string]PolicyState
+}
+
+// Policies are the ValidatingAdmissionPolicies that narrow the operator's
+// ServiceAccount (config/admission-policy), each bound under its own name.
+var Policies = []string{names.ConfigMapsPolicy, names.CAInjectionPolicy, names.RecordPolicy}
+
+// PolicyState is what Read found of one of Policies.
+type PolicyState struct {
+	// Policy and Binding say whether each exists; Deny, whether the
+	// binding binds the policy and denies what it refuses (not only warns
+	// or audits).
+	Policy, Binding, Deny bool
 }
 
 // Read reads the State: the installation from operatorNS, the Drinks and
@@ -109,6 +123,19 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 		return nil, err
 	} else if found {
 		s.Mutating = mwc
+	}
+	s.Policies = map[string]PolicyState{}
+	for _, name := range Policies {
+		var st PolicyState
+		if st.Policy, err = get(client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
+			return nil, err
+		}
+		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if st.Binding, err = get(client.ObjectKey{Name: name}, b); err != nil {
+			return nil, err
+		}
+		st.Deny = st.Binding && b.Spec.PolicyName == name && slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny)
+		s.Policies[name] = st
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if found, err = get(client.ObjectKey{Name: names.ValidatingWebhookConfig}, vwc); err != nil {
