@@ -502,16 +502,34 @@ func addCertificates(mgr ctrl.Manager, o Options, syncer *certs.Syncer) (<-chan 
 	ready := make(chan struct{})
 	switch {
 	case o.Certs != nil:
+		if err := addCAPublisher(mgr, o); err != nil {
+			return nil, err
+		}
 		return ready, addCertRotator(mgr, o, syncer, ready)
 	case o.IssuedCertSecret != "":
 		syncer.Reader = mgr.GetCache()
 		syncer.Secret = types.NamespacedName{Namespace: o.Namespace, Name: o.IssuedCertSecret}
 		syncer.Log = mgr.GetLogger().WithName("cert-sync")
+		if err := addCAPublisher(mgr, o); err != nil {
+			return nil, err
+		}
 		return syncer.Loaded(), mgr.Add(syncer)
 	default:
 		close(ready)
 		return ready, nil
 	}
+}
+
+// addCAPublisher publishes the serving certificate's CA in names.CAConfigMap,
+// for Prometheus (config/prometheus), so that verifying the metrics
+// endpoint needs no read of the Secret that holds the keys.
+func addCAPublisher(mgr ctrl.Manager, o Options) error {
+	return mgr.Add(&certs.CAPublisher{
+		Reader: mgr.GetCache(), Writer: mgr.GetClient(),
+		Secret:    types.NamespacedName{Namespace: o.Namespace, Name: o.certSecretName()},
+		ConfigMap: names.CAConfigMap, Labels: map[string]string{names.ManagedByLabel: names.ManagedByValue},
+		FieldOwner: reconcile.FieldOwner, Log: mgr.GetLogger().WithName("ca-publish"),
+	})
 }
 
 // certSecretName is the Secret that holds the webhook certificate: the

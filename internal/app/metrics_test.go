@@ -380,19 +380,20 @@ func metricsScraper(ctx context.Context, t *testing.T, cfg *rest.Config, admin c
 		t.Fatal(err)
 	}
 	// As config/prometheus's ServiceMonitor does: the endpoint's
-	// certificate is verified against the CA in the certificate Secret,
-	// for the metrics Service's name.
+	// certificate is verified against the CA the manager publishes in
+	// names.CAConfigMap (not the Secret, which holds the keys), for the
+	// metrics Service's name.
 	return func() map[string]*dto.MetricFamily {
 		t.Helper()
 		var families map[string]*dto.MetricFamily
 		testenv.Eventually(t, 30*time.Second, func() string {
-			secret := &corev1.Secret{}
-			if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.CertSecret}, secret); err != nil {
-				return err.Error()
+			published := &corev1.ConfigMap{}
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: names.CAConfigMap}, published); err != nil {
+				return "the published CA: " + err.Error()
 			}
 			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-				return "no CA in the certificate Secret yet"
+			if !pool.AppendCertsFromPEM([]byte(published.Data["ca.crt"])) {
+				return "no CA in ConfigMap " + names.CAConfigMap + " yet"
 			}
 			hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 				RootCAs: pool, ServerName: names.MetricsService + "." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}}}

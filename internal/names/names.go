@@ -19,6 +19,10 @@ const (
 	LeaderElectionID = "myoperator.example.com"
 	// CertSecret holds the webhook serving certificate.
 	CertSecret = "myoperator-webhook-server-cert"
+	// CAConfigMap publishes the CA of CertSecret's certificate, without
+	// the keys the Secret holds, for Prometheus to verify the metrics
+	// endpoint with (config/prometheus/monitor.yaml).
+	CAConfigMap = "myoperator-webhook-ca"
 	// WebhookService and MetricsService are the Services the serving
 	// certificate is valid for.
 	WebhookService = "myoperator-webhook-service"

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/test/framework/manifests"
 	"github.com/example/myoperator/test/framework/testutil"
 )
@@ -192,6 +193,12 @@ func TestComponentInOverlay(t *testing.T) {
 	ep, port := endpoints[0].(map[string]any), ports[0].(map[string]any)
 	if ep["port"] != port["name"] || ep["scheme"] != "https" || ep["bearerTokenFile"] == nil {
 		t.Errorf("ServiceMonitor endpoint %v: want port %v, scheme https and the ServiceAccount token", ep, port["name"])
+	}
+	// The CA comes from the ConfigMap the manager publishes, not from the
+	// Secret that also holds the serving and CA keys.
+	ca, _, _ := unstructured.NestedMap(ep, "tlsConfig", "ca")
+	if cm, _, _ := unstructured.NestedString(ca, "configMap", "name"); cm != names.CAConfigMap || ca["secret"] != nil {
+		t.Errorf("ServiceMonitor endpoint's CA %v: want ConfigMap %s's ca.crt, no Secret", ca, names.CAConfigMap)
 	}
 
 	var binding bool

@@ -55,7 +55,7 @@ var Checks = []Check{
 	{"admission-policies", "the admission policies that narrow the operator's ServiceAccount are installed and bound to deny", AdmissionPolicies},
 }
 
-// AdmissionPolicies: config/admission-policy's policies exist, each with
+// AdmissionPolicies checks that config/admission-policy's policies exist, each with
 // its binding denying. An install without them (OLM's bundle cannot carry
 // a ValidatingAdmissionPolicy) works, but whoever takes an operator pod
 // then holds the ServiceAccount's RBAC rights whole: any ConfigMap in the
