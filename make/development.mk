@@ -77,7 +77,7 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN)
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc flag-doc REGENERATE=yes
+	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc flag-doc rbac-doc REGENERATE=yes
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \

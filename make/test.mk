@@ -60,6 +60,10 @@ reliability: k8s-binaries ## Measure the fault suites behind docs/RELIABILITY.md
 		go test -p 1 -count=1 -timeout 90m -v $(RELIABILITY_PACKAGES) -run '^($(RELIABILITY_TESTS))$$' 2>&1 | tee $(BIN)/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|reliability: saved'
 	@$(MAKE) --no-print-directory reliability-doc
 
+.PHONY: rbac-doc
+rbac-doc: manifests ## Write docs/SECURITY.md's tables of the operator's rights from config/rbac, with hack/rbacdoc/why.yaml's reasons (make verify checks they are current).
+	go run ./hack/rbacdoc
+
 .PHONY: flag-doc
 flag-doc: ## Write the manager's flags into docs/configuration.md's table, from internal/managerflags (make verify checks it is current).
 	go run ./hack/flagdoc
