@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
@@ -66,29 +67,9 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "protected"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unprotected"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
-		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
-	} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	installRBAC(ctx, t, admin)
+	saCfg := installOperator(ctx, t, cfg, admin, "protected", "unprotected")
 	shipped, admissionReads := installShippedFlowSchemas(ctx, t, admin)
 	squeeze := installSqueeze(ctx, t, cs)
-
-	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, "myoperator-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No client-side rate limit, as main runs by default: fairness is the
-	// API server's.
-	saCfg := &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
 	// Every FlowSchema is in force: a Lease read of the ServiceAccount is
 	// classified by the shipped one, an OperatorConfig read by the other
 	// shipped one, a ConfigMap read by the squeeze.
@@ -96,27 +77,8 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	waitClassified(ctx, t, saCfg, "/apis/operator.example.com/v1alpha1/operatorconfigs/"+operatorv1alpha1.SingletonName, admissionReads)
 	waitClassified(ctx, t, saCfg, "/api/v1/namespaces/"+operatorNS+"/configmaps", squeeze)
 
-	wo := env.WebhookInstallOptions
-	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
 	metricsAddr := testutil.FreeAddr(t, env.WebhookInstallOptions.LocalServingPort)
-	mgr, err := app.New(saCfg, app.InProcess(app.Options{
-		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0",
-		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
-		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
-		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-		MaxConcurrentReconciles: 16, // main's default
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := startManager(ctx, mgr)
-	w := watchLease(ctx, t, cs)
-	testenv.Eventually(t, 60*time.Second, func() string {
-		if w.snapshot().holder == "" {
-			return "no Lease held"
-		}
-		return ""
-	})
+	run, w := startLeader(ctx, t, env, saCfg, metricsAddr)
 
 	// Drinks are admitted once the manager has injected its webhooks' CA
 	// (a dry run writes nothing).
@@ -185,8 +147,8 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 		t.Errorf("the Lease changed hands under the squeeze with the shipped FlowSchema: %d holder changes, leaseTransitions %d -> %d",
 			leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
 	}
-	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= lease {
-		t.Errorf("renewals under the squeeze: %d, longest gap %s (lease %s)", leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap, lease)
+	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= squeezedLease {
+		t.Errorf("renewals under the squeeze: %d, longest gap %s (lease %s)", leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap, squeezedLease)
 	}
 
 	// Unprotected: the shipped FlowSchemas removed, the renewals share the
@@ -255,6 +217,69 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 
 // installShippedFlowSchemas installs the FlowSchemas config/manager ships
 // and returns the one for the Lease and the one for the admission reads.
+// The leader election durations of the tests that squeeze the API server:
+// short, so that a renewal that waits shows within seconds.
+const (
+	squeezedLease, squeezedRenew, squeezedRetry = 4 * time.Second, 3 * time.Second, time.Second
+)
+
+// installOperator installs what the manager needs to run with its own
+// ServiceAccount (its namespace and the operand one, namespaces more, the
+// empty certificate Secret, the OperatorConfig, config/rbac) and returns
+// a config with the ServiceAccount's token and, as main runs by default,
+// no client-side rate limit: fairness is the API server's.
+func installOperator(ctx context.Context, t *testing.T, cfg *rest.Config, admin client.Client, namespaces ...string) *rest.Config {
+	t.Helper()
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
+		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
+	}
+	for _, ns := range namespaces {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	for _, o := range objs {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installRBAC(ctx, t, admin)
+	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount,
+		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
+}
+
+// startLeader runs the manager with saCfg, leader election of the squeezed
+// durations and its own certificates, on envtest's webhook port, and
+// returns once it holds the Lease, with the watch of the Lease.
+func startLeader(ctx context.Context, t *testing.T, env *envtest.Environment, saCfg *rest.Config, metricsAddr string) (*managerRun, *leaseWatch) {
+	t.Helper()
+	wo := env.WebhookInstallOptions
+	mgr, err := app.New(saCfg, app.InProcess(app.Options{
+		Namespace: operatorNS, MetricsAddr: metricsAddr, ProbeAddr: "0",
+		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
+		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
+		LeaderElection: true, LeaseDuration: squeezedLease, RenewDeadline: squeezedRenew, RetryPeriod: squeezedRetry,
+		MaxConcurrentReconciles: 16, // main's default
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startManager(ctx, mgr)
+	w := watchLease(ctx, t, kubernetes.NewForConfigOrDie(env.Config))
+	testenv.Eventually(t, 60*time.Second, func() string {
+		if w.snapshot().holder == "" {
+			return "no Lease held"
+		}
+		return ""
+	})
+	return run, w
+}
+
 func installShippedFlowSchemas(ctx context.Context, t *testing.T, admin client.Client) (lease, admissionReads client.Object) {
 	t.Helper()
 	objs, err := manifests.Render("config/manager")

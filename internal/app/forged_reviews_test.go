@@ -13,15 +13,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
-	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/internal/webhook"
@@ -54,17 +48,7 @@ func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.DefaultGuestbookNamespace}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.CertSecret}},
-		&operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}},
-	} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	installRBAC(ctx, t, admin)
+	saCfg := installOperator(ctx, t, cfg, admin)
 	leaseSchema, admissionReads := installShippedFlowSchemas(ctx, t, admin)
 	// A level no FlowSchema uses, of 2,000 shares: leader-election's 10
 	// shares are then 3 of envtest's 600 seats, as on an API server whose
@@ -72,37 +56,13 @@ func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 	if _, err := cs.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, rejectingLevel("ballast", 2000), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, names.ServiceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saCfg := &rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
 	// The renewals are classified by the leader-election schema, the
 	// fence's reads (a LIST of one Lease) by the admission reads'.
 	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases/"+leaseName, leaseSchema)
 	waitClassified(ctx, t, saCfg, "/apis/coordination.k8s.io/v1/namespaces/"+operatorNS+"/leases?fieldSelector=metadata.name%3D"+leaseName, admissionReads)
 
-	wo := env.WebhookInstallOptions
-	lease, renew, retry := 4*time.Second, 3*time.Second, time.Second
-	mgr, err := app.New(saCfg, app.InProcess(app.Options{
-		Namespace: operatorNS, MetricsAddr: "0", ProbeAddr: "0",
-		WebhookHost: "127.0.0.1", WebhookPort: wo.LocalServingPort, CertDir: t.TempDir(),
-		Certs:          &app.CertOptions{ExtraDNSNames: []string{"localhost"}},
-		LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-		MaxConcurrentReconciles: 16,
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := startManager(ctx, mgr)
-	w := watchLease(ctx, t, cs)
-	testenv.Eventually(t, 60*time.Second, func() string {
-		if w.snapshot().holder == "" {
-			return "no Lease held"
-		}
-		return ""
-	})
-	base := fmt.Sprintf("https://127.0.0.1:%d", wo.LocalServingPort)
+	run, w := startLeader(ctx, t, env, saCfg, "0")
+	base := fmt.Sprintf("https://127.0.0.1:%d", env.WebhookInstallOptions.LocalServingPort)
 	// The attacker checks no certificate.
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test plays a pod that trusts nothing
@@ -183,9 +143,9 @@ func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 		t.Errorf("the Lease changed hands during the flood: %d holder changes, leaseTransitions %d -> %d",
 			leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
 	}
-	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= renew {
+	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= squeezedRenew {
 		t.Errorf("renewals during the flood: %d, longest gap %s, want none later than the renew deadline %s",
-			leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond), renew)
+			leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond), squeezedRenew)
 	}
 }
 

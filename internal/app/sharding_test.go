@@ -323,10 +323,17 @@ func shardFenceConfig(t *testing.T) *admissionregistrationv1.ValidatingWebhookCo
 	return nil
 }
 
+// startShardReplica starts a replica that shares the Drinks. Its leader
+// election gets longer durations than startReplica's (the later flags
+// win): who leads is not what the sharing tests are about, and with a 2 s
+// renew deadline a leader whose Lease reads timed out twice on a loaded
+// machine (a fresh-machine make ci) lost the Lease and exited, ending the
+// test. The shares' own Leases keep their short durations.
 func startShardReplica(t *testing.T, bin, kubeconfig, pod string) *fenceReplica {
 	t.Helper()
 	return startReplica(t, bin, kubeconfig, pod, "--shard-drinks", "--shard-member-lease-duration=4s", "--shard-renew-period=1s",
-		"--webhook-drain-period=0s", "--watch-namespaces="+shardNS)
+		"--webhook-drain-period=0s", "--watch-namespaces="+shardNS,
+		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s")
 }
 
 // waitBucketsHeld waits until the bucket Leases cover the 64 buckets, each

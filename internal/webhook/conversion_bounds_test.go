@@ -44,18 +44,7 @@ func TestConversionBoundsMemory(t *testing.T) {
 		// most about two values of 3 MiB in its decoder's buffer.
 		maxGrowth = 96 << 20
 	)
-	self, err := procfs.Self()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Writing 5 to clear_refs resets the peak resident set (VmHWM).
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		t.Fatal(err)
-	}
-	before, err := self.NewStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self, before := resetPeak(t)
 	hc, base := webhookServer()
 	hc.Timeout = 0
 	var wg sync.WaitGroup
@@ -106,3 +95,23 @@ func TestConversionBoundsMemory(t *testing.T) {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// resetPeak resets the process's peak resident set (VmHWM) and returns the
+// process and its status right after: the manager runs in this test's
+// process, so its peak is what a request made it hold.
+func resetPeak(t *testing.T) (procfs.Proc, procfs.ProcStatus) {
+	t.Helper()
+	self, err := procfs.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writing 5 to clear_refs resets the peak resident set (VmHWM).
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatal(err)
+	}
+	before, err := self.NewStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self, before
+}

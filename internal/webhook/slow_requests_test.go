@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/procfs"
 
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
 )
@@ -98,17 +95,7 @@ func TestSlowRequestsDoNotStarveConversions(t *testing.T) {
 		attackers = 20
 		size      = 300 << 20
 	)
-	self, err := procfs.Self()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		t.Fatal(err)
-	}
-	before, err := self.NewStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self, before := resetPeak(t)
 	ns := namespace(t)
 	hc, base := webhookServer()
 	hc.Timeout = time.Minute
