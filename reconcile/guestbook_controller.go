@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -49,8 +50,8 @@ type GuestbookReconciler struct {
 // +kubebuilder:rbac:groups=webapp.my.domain,resources=guestbooks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 //
-// Rights on the operands themselves (StatefulSets, Services, pods and the
-// Guestbook's ConfigMap) exist only in operand namespaces, through a
+// Rights on the operands themselves (StatefulSets, Services, NetworkPolicies,
+// pods and the Guestbook's ConfigMap) exist only in operand namespaces, through a
 // RoleBinding to the ClusterRole in config/rbac/guestbook_operands_role.yaml;
 // no marker here, since markers make cluster-wide rights.
 
@@ -96,6 +97,9 @@ func (r *GuestbookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if err := r.ensureConfigMap(ctx, g, operands, ns); err != nil {
 		return r.failed(g, read, ReasonConfigMapFailed, err)
+	}
+	if err := r.ensureNetworkPolicy(ctx, g, operands, ns); err != nil {
+		return r.failed(g, read, ReasonNetworkPolicyFailed, err)
 	}
 	sts, err := r.ensureStatefulSet(ctx, g, operands, ns, cfg.GuestbookImage)
 	if err != nil {
@@ -156,7 +160,7 @@ func (r *GuestbookReconciler) failed(g, read *webappv1.Guestbook, reason string,
 // SetupWithManager registers the reconciler. The Guestbook is
 // cluster-scoped and its operands namespaced; they find their owner through
 // the owner reference, and pods through their instance label. StatefulSets,
-// Services and pods are watched in each operand namespace's cache, added
+// Services, NetworkPolicies and pods are watched in each operand namespace's cache, added
 // when the reconciler first works there.
 func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
@@ -173,6 +177,7 @@ func (r *GuestbookReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 	r.Operands.Watches = []operandcache.Watch{
 		{Object: &appsv1.StatefulSet{}, Handler: owner},
 		{Object: &corev1.Service{}, Handler: owner},
+		{Object: &networkingv1.NetworkPolicy{}, Handler: owner},
 		// The Guestbook's ConfigMap lives in the operand namespace too: its
 		// watch is there, not in the manager's cache, which with
 		// --watch-namespaces holds only the served namespaces.

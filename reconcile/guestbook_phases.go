@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
@@ -99,7 +101,7 @@ func statefulSetFor(g *webappv1.Guestbook, ns, image string) *appsv1ac.StatefulS
 	labels := guestbookLabels(g)
 	selector := webappv1.PodSelector(g.Name)
 	container := corev1ac.Container().WithName("guestbook").WithImage(image).
-		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(8080).WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(guestbookPort).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/guestbook").WithReadOnly(true)).
 		WithReadinessProbe(readinessProbe()).
 		WithLivenessProbe(livenessProbe()).
@@ -191,6 +193,40 @@ func (r *GuestbookReconciler) ensureService(ctx context.Context, g *webappv1.Gue
 	return r.ensureOperand(ctx, g, cached, operand{
 		kind: "Service", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
 		owned: func() (any, error) { return corev1ac.ExtractService(live, FieldOwner) },
+		guard: func(uid types.UID) { desired.WithUID(uid) },
+	})
+}
+
+// guestbookPort is the Guestbook server's HTTP port: the container's, the
+// Service's target, the probes' and the only one its NetworkPolicy admits.
+const guestbookPort = 8080
+
+// networkPolicyFor is the NetworkPolicy that fences the Guestbook's pods
+// wherever they run: ingress only on the HTTP port (from any peer: the
+// Service, an Ingress controller and the kubelet's probes reach them
+// there), and no egress at all, since the server only reads its mounted
+// ConfigMap. It lives beside the pods, so it moves with the operand
+// namespace. NetworkPolicies only add what they allow: a user who needs
+// more (another peer's egress, say) adds a policy of their own rather than
+// editing this one, which the operator keeps as written.
+func networkPolicyFor(g *webappv1.Guestbook, ns string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	return networkingv1ac.NetworkPolicy(g.Name, ns).WithLabels(guestbookLabels(g)).WithOwnerReferences(guestbookOwner(g)).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(webappv1.PodSelector(g.Name))).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithIngress(networkingv1ac.NetworkPolicyIngressRule().
+				WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).
+					WithPort(intstr.FromInt32(guestbookPort)))))
+}
+
+// ensureNetworkPolicy converges the Guestbook's NetworkPolicy. It runs
+// before the StatefulSet's, so that no pod of the Guestbook starts
+// unfenced in a new operand namespace.
+func (r *GuestbookReconciler) ensureNetworkPolicy(ctx context.Context, g *webappv1.Guestbook, cached client.Reader, ns string) error {
+	live, desired := &networkingv1.NetworkPolicy{}, networkPolicyFor(g, ns)
+	return r.ensureOperand(ctx, g, cached, operand{
+		kind: "NetworkPolicy", key: client.ObjectKey{Namespace: ns, Name: g.Name}, live: live, desired: desired,
+		owned: func() (any, error) { return networkingv1ac.ExtractNetworkPolicy(live, FieldOwner) },
 		guard: func(uid types.UID) { desired.WithUID(uid) },
 	})
 }
@@ -320,12 +356,15 @@ func podReady(p *corev1.Pod) bool {
 // are not left running twice. It runs once the operands in the new
 // namespace are Ready, so the application never stops on a move. Each
 // object is read by name and deleted only if the Guestbook controls it,
-// with its UID as a precondition; a user's own ConfigMap stays.
+// with its UID as a precondition; a user's own ConfigMap stays. The
+// NetworkPolicy goes last, after the StatefulSet whose pods it fences;
+// those pods, terminating, are no longer in the Service.
 func (r *GuestbookReconciler) removeOperandsIn(ctx context.Context, g *webappv1.Guestbook, old string) error {
 	for _, obj := range []client.Object{
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Name}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Name}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Spec.ConfigMapName}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: g.Name}},
 	} {
 		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {

@@ -36,6 +36,7 @@ const (
 	ReasonConfigMapFailed      = "ConfigMapFailed"
 	ReasonStatefulSetFailed    = "StatefulSetFailed"
 	ReasonServiceFailed        = "ServiceFailed"
+	ReasonNetworkPolicyFailed  = "NetworkPolicyFailed"
 	ReasonRoleAssignmentFailed = "RoleAssignmentFailed"
 	ReasonCleanupFailed        = "CleanupFailed"
 )

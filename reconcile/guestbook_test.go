@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -252,7 +256,8 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 	in := func(ns string, obj client.Object, name string) bool {
 		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, obj) == nil
 	}
-	if !in(operandNS, &appsv1.StatefulSet{}, g.Name) || !in(operandNS, &corev1.Service{}, g.Name) {
+	if !in(operandNS, &appsv1.StatefulSet{}, g.Name) || !in(operandNS, &corev1.Service{}, g.Name) ||
+		!in(operandNS, &networkingv1.NetworkPolicy{}, g.Name) {
 		t.Fatal("operands removed while the new namespace does not exist")
 	}
 	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: newNS}}); err != nil {
@@ -265,6 +270,8 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 		}
 		return ""
 	})
+	// The pods in the new namespace are fenced as they were in the old.
+	checkNetworkPolicy(t, g, newNS)
 	// The new pods are not Ready yet: the old operands keep serving.
 	time.Sleep(2 * time.Second)
 	if !in(operandNS, &appsv1.StatefulSet{}, g.Name) || !in(operandNS, &corev1.Service{}, g.Name) {
@@ -272,7 +279,8 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 	}
 	runPodsIn(t, g, newNS)
 	testenv.Eventually(t, 10*time.Second, func() string {
-		for kind, obj := range map[string]client.Object{"StatefulSet": &appsv1.StatefulSet{}, "Service": &corev1.Service{}} {
+		for kind, obj := range map[string]client.Object{"StatefulSet": &appsv1.StatefulSet{}, "Service": &corev1.Service{},
+			"NetworkPolicy": &networkingv1.NetworkPolicy{}} {
 			if in(operandNS, obj, g.Name) {
 				return kind + " still in the old namespace"
 			}
@@ -288,7 +296,6 @@ func TestGuestbookNamespaceMove(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
 }
 
-// setGuestbookNamespace edits guestbook.namespace of the OperatorConfig.
 // waitConfigAccepted waits until the operator accepted oc's generation.
 func waitConfigAccepted(t *testing.T, oc *operatorv1alpha1.OperatorConfig) {
 	t.Helper()
@@ -303,6 +310,7 @@ func waitConfigAccepted(t *testing.T, oc *operatorv1alpha1.OperatorConfig) {
 	})
 }
 
+// setGuestbookNamespace edits guestbook.namespace of the OperatorConfig.
 func setGuestbookNamespace(t *testing.T, oc *operatorv1alpha1.OperatorConfig, ns string) {
 	t.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -313,5 +321,69 @@ func setGuestbookNamespace(t *testing.T, oc *operatorv1alpha1.OperatorConfig, ns
 		return k8s.Update(testCtx, oc)
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGuestbookNetworkPolicy: every Guestbook's pods are fenced by a
+// NetworkPolicy beside them, which the Guestbook controls: it selects the
+// pods of that Guestbook's StatefulSet and no other's, admits TCP to the
+// HTTP port from any peer and nothing else, and lets the pods send nothing.
+func TestGuestbookNetworkPolicy(t *testing.T) {
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "fenced"},
+		Spec: webappv1.GuestbookSpec{Size: 1, ConfigMapName: "fenced-cm"}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
+	checkNetworkPolicy(t, g, operandNS)
+}
+
+// checkNetworkPolicy waits for the Guestbook's NetworkPolicy in ns and
+// checks it against the pod template of the Guestbook's StatefulSet there.
+func checkNetworkPolicy(t *testing.T, g *webappv1.Guestbook, ns string) {
+	t.Helper()
+	key := client.ObjectKey{Namespace: ns, Name: g.Name}
+	np, sts := &networkingv1.NetworkPolicy{}, &appsv1.StatefulSet{}
+	testenv.Eventually(t, 20*time.Second, func() string {
+		if err := k8s.Get(testCtx, key, np); err != nil {
+			return "NetworkPolicy: " + err.Error()
+		}
+		if err := k8s.Get(testCtx, key, sts); err != nil {
+			return "StatefulSet: " + err.Error()
+		}
+		return ""
+	})
+	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(np); ref == nil || ref.UID != g.UID {
+		t.Errorf("NetworkPolicy %s controlled by %+v, want the Guestbook %s", key, ref, g.Name)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := labels.Set(sts.Spec.Template.Labels)
+	if sel.Empty() || !sel.Matches(pods) {
+		t.Errorf("NetworkPolicy selector %q does not select the StatefulSet's pods %v", sel, pods)
+	}
+	other := labels.Set{reconcile.NameLabel: reconcile.GuestbookAppName, reconcile.InstanceLabel: "another"}
+	if sel.Matches(other) {
+		t.Errorf("NetworkPolicy selector %q selects another Guestbook's pods %v", sel, other)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policy types %v, want Ingress and Egress", np.Spec.PolicyTypes)
+	}
+	if len(np.Spec.Egress) != 0 {
+		t.Errorf("egress rules %+v, want none (the pods send nothing)", np.Spec.Egress)
+	}
+	tcp := corev1.ProtocolTCP
+	port := intstr.FromInt32(8080)
+	want := []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}}}
+	if diff := cmp.Diff(want, np.Spec.Ingress); diff != "" {
+		t.Errorf("ingress (-want +got): only TCP 8080 from anywhere\n%s", diff)
+	}
+	if c := sts.Spec.Template.Spec.Containers[0]; len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 {
+		t.Errorf("container ports %+v: the policy admits 8080, the server's only port", c.Ports)
 	}
 }

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -259,8 +261,8 @@ func TestLegacyConfigMapAdopted(t *testing.T) {
 }
 
 // TestGuestbookDriftReverted: another writer's change to any field the
-// operator sets on the Guestbook's StatefulSet or Service is reverted
-// within 10 s, with an event naming the field.
+// operator sets on the Guestbook's StatefulSet, Service or NetworkPolicy is
+// reverted within 10 s, with an event naming the field.
 func TestGuestbookDriftReverted(t *testing.T) {
 	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "drift"},
 		Spec: webappv1.GuestbookSpec{Size: 2, ConfigMapName: "drift-cm"}}
@@ -398,6 +400,30 @@ func TestGuestbookDriftReverted(t *testing.T) {
 				}
 			}
 			return fmt.Sprintf("Service ports %+v: the http port is missing", svc.Spec.Ports)
+		},
+	}, {
+		// Egress dropped from the policy types lets the pods send
+		// anywhere; the policy the operator writes lets them send nothing.
+		// (A rule another writer adds is theirs, as a policy of their own
+		// would be: policies only add what they allow.)
+		name: "NetworkPolicy egress type removed", event: "NetworkPolicyCorrected", field: "spec.policyTypes",
+		drift: func() error {
+			np := &networkingv1.NetworkPolicy{}
+			if err := k8s.Get(testCtx, key, np); err != nil {
+				return err
+			}
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+			return k8s.Update(testCtx, np, client.FieldOwner("kubectl-edit"))
+		},
+		reverted: func() string {
+			np := &networkingv1.NetworkPolicy{}
+			if err := k8s.Get(testCtx, key, np); err != nil {
+				return err.Error()
+			}
+			if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+				return fmt.Sprintf("NetworkPolicy types %v, want Egress among them (no egress allowed)", np.Spec.PolicyTypes)
+			}
+			return ""
 		},
 	}}
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,9 +55,9 @@ var managedBy = labels.SelectorFromSet(labels.Set{names.ManagedByLabel: names.Ma
 func keepManagedFields(obj any) (any, error) { return obj, nil }
 
 // operandCacheOptions configure the cache of each Guestbook operand
-// namespace: the operator's rights on pods, StatefulSets and Services exist
-// only there (a RoleBinding per namespace), so it never watches them
-// cluster-wide.
+// namespace: the operator's rights on pods, StatefulSets, Services and
+// NetworkPolicies exist only there (a RoleBinding per namespace), so it
+// never watches them cluster-wide.
 func operandCacheOptions(mgr ctrl.Manager) cache.Options {
 	return cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
@@ -72,9 +73,10 @@ func operandCacheOptions(mgr ctrl.Manager) cache.Options {
 			// The Guestbook reconciler reads their managed fields to see
 			// which fields of its StatefulSets and Services another writer
 			// took over (a scale, a selector edit), so these few objects
-			// keep them.
-			&appsv1.StatefulSet{}: {Transform: keepManagedFields},
-			&corev1.Service{}:     {Transform: keepManagedFields},
+			// keep them; its NetworkPolicies too (a port added to them).
+			&appsv1.StatefulSet{}:         {Transform: keepManagedFields},
+			&corev1.Service{}:             {Transform: keepManagedFields},
+			&networkingv1.NetworkPolicy{}: {Transform: keepManagedFields},
 		},
 	}
 }

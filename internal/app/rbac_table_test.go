@@ -54,6 +54,7 @@ func TestRBACTable(t *testing.T) {
 		{"patch", "", "pods", "guestbook", "", true},
 		{"list", "", "pods", "guestbook", "", true},
 		{"delete", "", "configmaps", "guestbook", "", true},
+		{"patch", "networking.k8s.io", "networkpolicies", "guestbook", "", true},
 		// Its own namespace: the certificate Secret and the Lease.
 		{"update", "", "secrets", operatorNS, "myoperator-webhook-server-cert", true},
 		{"update", "coordination.k8s.io", "leases", operatorNS, "myoperator.example.com", true},
@@ -66,6 +67,8 @@ func TestRBACTable(t *testing.T) {
 		{"patch", "", "pods", "kube-system", "", false},
 		{"patch", "", "pods", "team-b", "", false},
 		{"create", "apps", "statefulsets", "default", "", false},
+		{"create", "networking.k8s.io", "networkpolicies", "team-b", "", false},
+		{"delete", "networking.k8s.io", "networkpolicies", "myoperator-system", "", false},
 		{"delete", "apps", "deployments", "guestbook", "", false},
 		{"update", "", "services", "kube-system", "", false},
 		{"delete", "", "configmaps", "team-b", "", false},

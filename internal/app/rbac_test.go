@@ -14,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -191,6 +192,9 @@ func checkOperandNamespaceRights(ctx context.Context, t *testing.T, admin client
 		}
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: gb.Name}, &corev1.Service{}); err != nil {
 			return "no Service in team-b after the RoleBinding: " + err.Error()
+		}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: gb.Name}, &networkingv1.NetworkPolicy{}); err != nil {
+			return "no NetworkPolicy in team-b after the RoleBinding: " + err.Error()
 		}
 		return ""
 	})

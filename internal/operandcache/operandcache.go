@@ -111,7 +111,7 @@ func (c *Caches) Get(ctx context.Context, ns string) (client.Reader, error) {
 	defer scancel()
 	if !nc.WaitForCacheSync(sctx) {
 		cancel()
-		return nil, fmt.Errorf("the cache of namespace %s did not sync within %s (can the operator list pods, StatefulSets, Services and ConfigMaps there?)", ns, timeout)
+		return nil, fmt.Errorf("the cache of namespace %s did not sync within %s (can the operator list pods, StatefulSets, Services, NetworkPolicies and ConfigMaps there?)", ns, timeout)
 	}
 	c.byNS[ns] = &entry{cache: nc, cancel: cancel}
 	return nc, nil
