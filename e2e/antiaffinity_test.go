@@ -94,7 +94,7 @@ func assessSpreadOverNodes(ctx context.Context, t *testing.T, cfg *envconf.Confi
 
 // assessHardAntiAffinity: with antiAffinity Hard, a Guestbook of size 4 on
 // the 3 nodes gets 3 pods on 3 nodes and one Pending, which the scheduler
-// says it cannot place for the anti-affinity.
+// says it cannot place for the anti-affinity, and the Guestbook says so.
 func assessHardAntiAffinity(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	kwokNodes(t, cfg)
 	start := time.Now()
@@ -114,6 +114,14 @@ func assessHardAntiAffinity(ctx context.Context, t *testing.T, cfg *envconf.Conf
 			"-o", `jsonpath={.items[*].status.conditions[?(@.reason=="Unschedulable")].message}`)
 		if !strings.Contains(why, "anti-affinity") {
 			return fmt.Sprintf("the Pending pod's PodScheduled condition %q does not name the anti-affinity", why)
+		}
+		// The Guestbook says which pod cannot run, and why, in its
+		// conditions (kstatus Failed), its active pod still serving.
+		said, _ := kubectl(cfg, "get", "guestbook", hardGuestbook,
+			"-o", `jsonpath={.status.conditions[?(@.type=="Stalled")].reason} {.status.conditions[?(@.type=="Ready")].message}`)
+		if !strings.HasPrefix(said, "PodCannotRun ") || !strings.Contains(said, "cannot be scheduled") ||
+			!strings.Contains(said, "anti-affinity") || !strings.Contains(said, "is active and serves") {
+			return fmt.Sprintf("the Guestbook says %q, want Stalled PodCannotRun naming the pod the scheduler cannot place, and the active pod", said)
 		}
 		return ""
 	})

@@ -237,6 +237,9 @@ type roles struct {
 	standby          []string
 	ready            int
 	reason           string
+	// stuck is the first pod that cannot run the template, if any.
+	stuck    stuckPod
+	hasStuck bool
 }
 
 // complete reports whether the application runs as the Guestbook asks:
@@ -307,6 +310,7 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 		}
 	}
 	out.active = keep
+	out.stuck, out.hasStuck = findStuck(items)
 	for i := range items {
 		p := &items[i]
 		if p.Name == keep || !p.DeletionTimestamp.IsZero() {

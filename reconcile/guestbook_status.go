@@ -26,6 +26,11 @@ const (
 	ReasonWaitingForPods = "WaitingForPods"
 	// ReasonActive: a pod is active and every pod is Ready.
 	ReasonActive = "Active"
+	// ReasonPodCannotRun: a pod of the Guestbook cannot run the template
+	// (an image that cannot be pulled, a crash loop, no node for it); the
+	// StatefulSet's rollout stops there until the template or the cluster
+	// changes.
+	ReasonPodCannotRun = "PodCannotRun"
 )
 
 // Reasons of a Guestbook's conditions when a step of its reconcile failed;
@@ -58,7 +63,9 @@ func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
 	g.Status.ObservedGeneration = g.Generation
 	g.Status.Active = r.active
 	g.Status.Standby = r.standby
-	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
+	if setGuestbookStuck(g, r) {
+		return
+	}
 	switch {
 	case r.active == "":
 		msg := fmt.Sprintf("no Ready pod to make active (%d of %d pods Ready)", r.ready, g.Spec.Size)
@@ -73,6 +80,27 @@ func setGuestbookRoles(g *webappv1.Guestbook, r roles) {
 		setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionTrue, ReasonActive, msg)
 		meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
 	}
+}
+
+// setGuestbookStuck reports a pod that cannot run the template, and says
+// whether there is one: Ready=False and Stalled (kstatus Failed: it takes a
+// change of the image, the cluster or the registry), naming the pod, its
+// waiting reason and the image, and which pod still serves. Without one,
+// Stalled goes.
+func setGuestbookStuck(g *webappv1.Guestbook, r roles) bool {
+	if !r.hasStuck {
+		meta.RemoveStatusCondition(&g.Status.Conditions, ConditionStalled)
+		return false
+	}
+	serving := "no pod is Ready to serve"
+	if r.active != "" {
+		serving = fmt.Sprintf("pod %s is active and serves, %d standby", r.active, len(r.standby))
+	}
+	msg := fmt.Sprintf("%s; %s; %d of %d pods Ready", r.stuck, serving, r.ready, g.Spec.Size)
+	setCondition(&g.Status.Conditions, g.Generation, webappv1.ConditionReady, metav1.ConditionFalse, ReasonPodCannotRun, msg)
+	setCondition(&g.Status.Conditions, g.Generation, ConditionStalled, metav1.ConditionTrue, ReasonPodCannotRun, msg)
+	meta.RemoveStatusCondition(&g.Status.Conditions, ConditionReconciling)
+	return true
 }
 
 // setGuestbookUnmanaged: the OperatorConfig says to leave operands alone.

@@ -387,3 +387,84 @@ func checkNetworkPolicy(t *testing.T, g *webappv1.Guestbook, ns string) {
 		t.Errorf("container ports %+v: the policy admits 8080, the server's only port", c.Ports)
 	}
 }
+
+// TestGuestbookSaysStuckPod: a pod that cannot pull its image, as a
+// kubelet reports it, turns the Guestbook Ready=False and Stalled within
+// seconds, naming the pod, the waiting reason and the image, while the
+// active pod keeps serving; once the pod runs, it is Ready again and
+// Stalled goes.
+func TestGuestbookSaysStuckPod(t *testing.T) {
+	g := &webappv1.Guestbook{ObjectMeta: metav1.ObjectMeta{Name: "stuck"},
+		Spec: webappv1.GuestbookSpec{Size: 2, ConfigMapName: "stuck-cm"}}
+	if err := k8s.Create(testCtx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(testCtx, g) })
+	pods := runPods(t, g)
+	testenv.Eventually(t, 10*time.Second, guestbookReady(g))
+	active := g.Status.Active
+	stuck := pods[0]
+	if stuck == active {
+		stuck = pods[1]
+	}
+	// The image the pod's spec names, which the kubelet failed to pull.
+	p := &corev1.Pod{}
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: stuck}, p); err != nil {
+		t.Fatal(err)
+	}
+	image := p.Spec.Containers[0].Image
+	setContainerState(t, stuck, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "ImagePullBackOff", Message: `Back-off pulling image "` + image + `": not found`}}, image)
+	start := time.Now()
+	testenv.Eventually(t, 10*time.Second, func() string {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(g), g); err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(g.Status.Conditions, webappv1.ConditionReady)
+		stalled := meta.FindStatusCondition(g.Status.Conditions, reconcile.ConditionStalled)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != reconcile.ReasonPodCannotRun || stalled == nil || stalled.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("Ready %+v, Stalled %+v; want Ready=False and Stalled=True, %s", ready, stalled, reconcile.ReasonPodCannotRun)
+		}
+		for _, want := range []string{"pod " + stuck, "ImagePullBackOff", "image " + image, "pod " + active + " is active and serves"} {
+			if !strings.Contains(ready.Message, want) {
+				return fmt.Sprintf("Ready's message %q does not say %q", ready.Message, want)
+			}
+		}
+		return ""
+	})
+	t.Logf("said after %s", time.Since(start).Round(time.Millisecond))
+	if g.Status.Active != active {
+		t.Errorf("active pod %q, want %q still serving", g.Status.Active, active)
+	}
+	// The image restored: the pod runs and turns Ready.
+	setContainerState(t, stuck, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, image)
+	setPodReady(t, stuck, true)
+	testenv.Eventually(t, 10*time.Second, func() string {
+		if msg := guestbookReady(g)(); msg != "" {
+			return msg
+		}
+		if c := meta.FindStatusCondition(g.Status.Conditions, reconcile.ConditionStalled); c != nil {
+			return fmt.Sprintf("Stalled %+v after the pod runs", c)
+		}
+		return ""
+	})
+}
+
+// setContainerState writes the state of the pod's guestbook container, not
+// Ready, as a kubelet reports it.
+func setContainerState(t *testing.T, pod string, state corev1.ContainerState, image string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: operandNS, Name: pod}, p); err != nil {
+			return err
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "guestbook", Image: image, State: state}}
+		if state.Running == nil {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		}
+		return k8s.Status().Update(testCtx, p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
