@@ -17,9 +17,12 @@ import (
 	"github.com/example/myoperator/test/framework/shardaudit"
 )
 
-// probedNamespace holds the pods whose readiness the suite's pod runner
-// reports from their real readiness probe.
-const probedNamespace = operatorNS
+// runnersPods is a kwok selector's query that is true for the pods the
+// suite's pod runner runs, whose readiness and containers' states it
+// reports as a kubelet does: the operator's, and the Guestbook
+// pulledGuestbook's (stalled_test.go).
+var runnersPods = fmt.Sprintf(`(.metadata.namespace == %q) or (.metadata.namespace == "guestbook" and .metadata.labels["app.kubernetes.io/instance"] == %q)`,
+	operatorNS, pulledGuestbook)
 
 // writeKwokConfig writes the kwokctl configuration of the suite's cluster
 // into dir and returns its path: the API server's aggregator routing, and
@@ -30,15 +33,15 @@ const probedNamespace = operatorNS
 // whether or not anything answers; for the operator's pods, whose
 // containers the suite's pod runner really runs, that would let a
 // Deployment rollout take a pod that serves nothing yet as available and
-// stop an old one that does. So in the operator's namespace the stage
-// marks the pod Running but not Ready, and the pod runner writes Ready
-// from the real probe, as a kubelet does. Likewise kwok removes a deleted
-// pod at once, which would revoke the ServiceAccount token bound to it
-// while its manager still stops (and so cannot release its Lease): in
-// that namespace the runner removes deleted pods once their containers
-// have stopped. Every other pod (the Guestbook's) keeps kwok's stages as
-// they are. (Given any stage, kwokctl
-// adds none of its defaults, hence all of them here.)
+// stop an old one that does. So for the runner's pods (runnersPods) the
+// stage marks the pod Running but not Ready, and the pod runner writes
+// Ready and the containers' states from what really runs, as a kubelet
+// does. Likewise kwok removes a deleted pod at once, which would revoke
+// the ServiceAccount token bound to it while its manager still stops (and
+// so cannot release its Lease): the runner removes its deleted pods once
+// their containers have stopped. Every other pod (the other Guestbooks')
+// keeps kwok's stages as they are. (Given any stage, kwokctl adds none of
+// its defaults, hence all of them here.)
 func writeKwokConfig(dir, kwokctl string) (string, error) {
 	stagesDir, err := kwokStagesDir(kwokctl)
 	if err != nil {
@@ -77,7 +80,7 @@ func writeKwokConfig(dir, kwokctl string) (string, error) {
 				// The runner removes its pods once their containers
 				// stopped (Runner.finishDeletion), as a kubelet does.
 				found++
-				if err := addNamespaceRequirement(stage, "NotIn"); err != nil {
+				if err := addRunnerRequirement(stage, "NotIn"); err != nil {
 					return "", err
 				}
 			}
@@ -156,16 +159,16 @@ func addArg(patches []any, component, key, value string) error {
 	return fmt.Errorf("hack/kwok/aggregator-routing.yaml has no %s patch", component)
 }
 
-// addNamespaceRequirement narrows a stage to pods in probedNamespace (op
-// In) or to the others (NotIn).
-func addNamespaceRequirement(s map[string]any, op string) error {
+// addRunnerRequirement narrows a stage to the pod runner's pods
+// (runnersPods; op In) or to the others (NotIn).
+func addRunnerRequirement(s map[string]any, op string) error {
 	spec, _ := s["spec"].(map[string]any)
 	sel, _ := spec["selector"].(map[string]any)
 	exprs, ok := sel["matchExpressions"].([]any)
 	if !ok {
 		return fmt.Errorf("kwok's stage %v has no spec.selector.matchExpressions", s["metadata"])
 	}
-	sel["matchExpressions"] = append(exprs, map[string]any{"key": ".metadata.namespace", "operator": op, "values": []any{probedNamespace}})
+	sel["matchExpressions"] = append(exprs, map[string]any{"key": runnersPods, "operator": op, "values": []any{"true"}})
 	return nil
 }
 
@@ -178,7 +181,7 @@ var readyTrue = regexp.MustCompile(`status: "True"(\s+)type: (Ready|ContainersRe
 var readinessGatesTrue = regexp.MustCompile(`(?s)\{\{ range \.spec\.readinessGates \}\}.*?\{\{ end \}\}\n`)
 
 // splitPodReady turns kwok's pod-ready stage into two: the stage as it is
-// for pods outside probedNamespace, and for pods inside it the same stage
+// for pods the runner does not run, and for its pods the same stage
 // that leaves Ready, ContainersReady and the containers' ready flags
 // False and sets no readiness gate's condition.
 func splitPodReady(stage map[string]any) ([]map[string]any, error) {
@@ -190,10 +193,10 @@ func splitPodReady(stage map[string]any) ([]map[string]any, error) {
 	if err := yaml.Unmarshal(data, &probed); err != nil {
 		return nil, err
 	}
-	if err := addNamespaceRequirement(stage, "NotIn"); err != nil {
+	if err := addRunnerRequirement(stage, "NotIn"); err != nil {
 		return nil, err
 	}
-	if err := addNamespaceRequirement(probed, "In"); err != nil {
+	if err := addRunnerRequirement(probed, "In"); err != nil {
 		return nil, err
 	}
 	probed["metadata"] = map[string]any{"name": "pod-ready-probed-by-runner"}

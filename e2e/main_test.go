@@ -163,6 +163,7 @@ func TestMain(m *testing.M) {
 			step("clients", makeClients),
 			step("fake nodes", addNodes(3)),
 			image,
+			step("Guestbook server image (podman build)", buildGuestbookImage),
 			step("pod runner (each pod at its pod IP)", startRunner),
 			step("install ("+installDescription()+")", install),
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
@@ -378,7 +379,8 @@ func buildImage(ctx context.Context, _ *envconf.Config) (context.Context, error)
 
 // startRunner starts the pod runner: the operator's pods under podman,
 // each serving its container ports at its pod IP, where the webhook
-// Service's endpoints send the API server.
+// Service's endpoints send the API server; and the pods of the Guestbook
+// pulledGuestbook, each in a network of its own.
 func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if err := os.RemoveAll(logDir); err != nil {
 		return ctx, err
@@ -386,7 +388,8 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	var err error
 	runner, err = podrunner.New(podrunner.Config{
 		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
-		Dir: logDir, ContainerPrefix: runName + "-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+		Isolated: []podrunner.Target{{Namespace: "guestbook", Selector: "app.kubernetes.io/instance=" + pulledGuestbook}},
+		Dir:      logDir, ContainerPrefix: runName + "-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return ctx, err

@@ -87,8 +87,9 @@ func importImages(images ...string) error {
 
 // buildGuestbookImage builds the Guestbook server's image under the
 // default guestbook.image name (guestbook.Dockerfile, the binary make build
-// wrote) and imports it into the node: the Guestbook pods run it, and
-// their readiness comes from its /readyz.
+// wrote) and, on the real node, imports it into the node: the Guestbook
+// pods run it (on kwok nodes, those of pulledGuestbook, under the pod
+// runner), and their readiness comes from its /readyz.
 func buildGuestbookImage(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	bin := filepath.Join(root, "bin", "linux_"+runtime.GOARCH, "guestbook-server")
 	if _, err := os.Stat(bin); err != nil {
@@ -116,6 +117,9 @@ func buildGuestbookImage(ctx context.Context, _ *envconf.Config) (context.Contex
 		return ctx, fmt.Errorf("podman build of the e2e Guestbook image (the drill on): %w: %s", err, out)
 	}
 	fmt.Printf("e2e: image %s\n", img)
+	if !mode.realNode {
+		return ctx, nil // the pod runner runs it from podman's store
+	}
 	return ctx, importImages(img, userGuestbookImage)
 }
 

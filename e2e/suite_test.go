@@ -23,6 +23,10 @@ func TestBadInput(t *testing.T) { runFeature(t, badInput()) }
 
 func TestGuestbookFailover(t *testing.T) { runFeature(t, guestbookFailover()) }
 
+func TestGuestbookStalledRollout(t *testing.T) {
+	runFeature(t, guestbookStalledRollout(), pullsForReal())
+}
+
 func TestLiveConfiguration(t *testing.T) { runFeature(t, liveConfiguration()) }
 
 func TestLeaderFailoverUnderLoad(t *testing.T) { runFeature(t, leaderFailoverUnderLoad()) }

@@ -49,8 +49,15 @@ const maxBackoff = 10 * time.Second
 type Config struct {
 	// Client reads the pods and asks for their ServiceAccount tokens.
 	Client kubernetes.Interface
-	// Namespace and Selector (a label selector) name the pods to run.
+	// Namespace and Selector (a label selector) name the pods to run, on
+	// the host network (they may call the API server on loopback).
 	Namespace, Selector string
+	// Isolated names more pods to run, each container in a network of its
+	// own (podman's bridge) with its ports published on loopback at the
+	// pod's host ports: for pods that call nothing on this host, which
+	// then listen on their own ports as in a pod of their own, so that two
+	// of them never contend for one port.
+	Isolated []Target
 	// APIServer is the cluster's https URL; the containers get it as
 	// KUBERNETES_SERVICE_HOST and _PORT, as in-cluster pods do.
 	APIServer string
@@ -76,6 +83,11 @@ type Config struct {
 	// Logf reports what happens to pods and containers (log.Printf when
 	// nil). Container output goes to LogFile, not here.
 	Logf func(format string, args ...any)
+}
+
+// Target is a namespace and a label selector of pods.
+type Target struct {
+	Namespace, Selector string
 }
 
 // Runner plays the kubelet for the pods that Config selects. For each pod
@@ -108,10 +120,11 @@ type Runner struct {
 
 // runningPod is one pod and its containers.
 type runningPod struct {
-	pod    *corev1.Pod
-	slot   int
-	cancel context.CancelFunc
-	done   chan struct{}
+	pod      *corev1.Pod
+	slot     int
+	isolated bool // in a network of its own (Config.Isolated)
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu         sync.Mutex
 	containers map[string]*container
@@ -124,6 +137,7 @@ type container struct {
 	restarts atomic.Int32
 	ready    atomic.Bool
 	started  atomic.Bool // the main process is running
+	states   states      // what the pod's status says of it
 }
 
 // New checks cfg and makes the runner's directory.
@@ -213,31 +227,36 @@ func (r *Runner) removeLeftovers() error {
 }
 
 func (r *Runner) sync(ctx context.Context) error {
-	list, err := r.cfg.Client.CoreV1().Pods(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.cfg.Selector})
-	if err != nil {
-		return err // the namespace may be gone (uninstall) or the API busy; next tick
-	}
 	live := map[types.UID]bool{}
 	deleted := map[types.UID]bool{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.DeletionTimestamp != nil {
-			deleted[p.UID] = true
-			continue
+	targets := append([]Target{{Namespace: r.cfg.Namespace, Selector: r.cfg.Selector}}, r.cfg.Isolated...)
+	for i, target := range targets {
+		list, err := r.cfg.Client.CoreV1().Pods(target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: target.Selector})
+		if err != nil {
+			// The namespace may be gone (uninstall) or the API busy: next
+			// tick, before the pods this list would keep are taken as gone.
+			return err
 		}
-		if p.Spec.NodeName == "" {
-			continue
+		for j := range list.Items {
+			p := &list.Items[j]
+			if p.DeletionTimestamp != nil {
+				deleted[p.UID] = true
+				continue
+			}
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			live[p.UID] = true
+			r.mu.Lock()
+			rp, known := r.pods[p.UID]
+			r.mu.Unlock()
+			if !known {
+				r.start(ctx, p, i > 0)
+				continue
+			}
+			r.exposePodIP(p, rp)
+			r.reportStatus(ctx, p, rp)
 		}
-		live[p.UID] = true
-		r.mu.Lock()
-		rp, known := r.pods[p.UID]
-		r.mu.Unlock()
-		if !known {
-			r.start(ctx, p)
-			continue
-		}
-		r.exposePodIP(p, rp)
-		r.reportReadiness(ctx, p, rp)
 	}
 	r.mu.Lock()
 	var gone []*runningPod
@@ -276,7 +295,7 @@ func (r *Runner) finishDeletion(ctx context.Context, p *corev1.Pod) {
 	}
 }
 
-func (r *Runner) start(ctx context.Context, p *corev1.Pod) {
+func (r *Runner) start(ctx context.Context, p *corev1.Pod, isolated bool) {
 	r.mu.Lock()
 	slot := 0
 	for r.used[slot] {
@@ -284,7 +303,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) {
 	}
 	r.used[slot] = true
 	podCtx, cancel := context.WithCancel(ctx)
-	rp := &runningPod{pod: p.DeepCopy(), slot: slot, cancel: cancel, done: make(chan struct{}), containers: map[string]*container{}}
+	rp := &runningPod{pod: p.DeepCopy(), slot: slot, isolated: isolated, cancel: cancel, done: make(chan struct{}), containers: map[string]*container{}}
 	r.pods[p.UID] = rp
 	r.mu.Unlock()
 	r.cfg.Logf("pod runner: starting pod %s on node %s (host ports from %d)", p.Name, p.Spec.NodeName, r.cfg.HostPortBase+100*slot)
@@ -392,7 +411,9 @@ func (r *Runner) runPod(ctx context.Context, rp *runningPod) {
 	}
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		for backoff := time.Second; ; backoff = min(2*backoff, maxBackoff) {
+		st := rp.container(c.Name, r.cfg.ContainerPrefix)
+		for backoff := time.Second; ; {
+			start := time.Now()
 			err := r.runContainer(rp, c, mounts)
 			if err == nil {
 				break
@@ -400,23 +421,32 @@ func (r *Runner) runPod(ctx context.Context, rp *runningPod) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.cfg.Logf("pod runner: %s init container %s failed (%v); retrying in %s", p.Name, c.Name, err, backoff)
-			if !sleep(ctx, backoff) {
+			var pe *pullError
+			if !errors.As(err, &pe) {
+				st.restarts.Add(1)
+			}
+			var ok bool
+			if backoff, ok = r.restartWait(ctx, p, c, st, err, time.Since(start), backoff); !ok {
 				return
 			}
 		}
 	}
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
+		st := rp.container(c.Name, r.cfg.ContainerPrefix)
 		wg.Go(func() {
-			for backoff := time.Second; ctx.Err() == nil; backoff = min(2*backoff, maxBackoff) {
+			for backoff := time.Second; ctx.Err() == nil; {
+				start := time.Now()
 				err := r.runContainer(rp, c, mounts)
 				if ctx.Err() != nil {
 					return
 				}
-				rp.container(c.Name, r.cfg.ContainerPrefix).restarts.Add(1)
-				r.cfg.Logf("pod runner: %s container %s exited (%v); restarting in %s", p.Name, c.Name, err, backoff)
-				if !sleep(ctx, backoff) {
+				var pe *pullError
+				if !errors.As(err, &pe) {
+					st.restarts.Add(1)
+				}
+				var ok bool
+				if backoff, ok = r.restartWait(ctx, p, c, st, err, time.Since(start), backoff); !ok {
 					return
 				}
 			}
@@ -478,8 +508,12 @@ func (r *Runner) rewriteArgs(rp *runningPod, c *corev1.Container) []string {
 func (r *Runner) runContainer(rp *runningPod, c *corev1.Container, mounts []string) error {
 	p := rp.pod
 	st := rp.container(c.Name, r.cfg.ContainerPrefix)
+	if err := r.pull(c.Image); err != nil {
+		return &pullError{err}
+	}
 	args, err := r.podmanRun(rp, c, st.name, mounts)
 	if err != nil {
+		st.states.waiting("CreateContainerConfigError", err.Error())
 		return err
 	}
 	logFile, err := os.OpenFile(r.LogFile(p.Name, c.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -496,12 +530,16 @@ func (r *Runner) runContainer(rp *runningPod, c *corev1.Container, mounts []stri
 	// would, and a kill is what a caller asks for explicitly (Kill).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		st.states.waiting("RunContainerError", err.Error())
 		return err
 	}
+	started := time.Now()
+	st.states.set(corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}})
 	st.started.Store(true)
 	err = cmd.Wait()
 	st.started.Store(false)
 	st.ready.Store(false)
+	st.states.set(terminated(err, started))
 	fmt.Fprintf(logFile, "=== pod runner: %s exit %v\n", time.Now().Format(time.RFC3339Nano), err)
 	return err
 }
@@ -510,12 +548,22 @@ func (r *Runner) runContainer(rp *runningPod, c *corev1.Container, mounts []stri
 // arguments: what a kubelet would give the container runtime.
 func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mounts []string) ([]string, error) {
 	p := rp.pod
-	pull := []string{"--pull", "never"}
-	if r.cfg.PullFrom != "" && strings.HasPrefix(c.Image, r.cfg.PullFrom+"/") {
-		pull = []string{"--pull", "always", "--tls-verify=false"}
+	// The image is there: pull (pullArgs) fetched it, or it was already.
+	args := Podman("run", "--rm", "--replace", "--name", name, "--hostname", p.Name,
+		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--pull", "never")
+	if rp.isolated {
+		args = append(args, "--network", "bridge")
+		for _, cp := range c.Ports {
+			hp, _ := r.hostPort(rp, c, intstr.FromInt32(cp.ContainerPort))
+			proto := strings.ToLower(string(cp.Protocol))
+			if proto == "" {
+				proto = "tcp"
+			}
+			args = append(args, "--publish", fmt.Sprintf("127.0.0.1:%d:%d/%s", hp, cp.ContainerPort, proto))
+		}
+	} else {
+		args = append(args, "--network", "host")
 	}
-	args := Podman(append([]string{"run", "--rm", "--replace", "--name", name, "--hostname", p.Name,
-		"--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}, pull...)...)
 	user, err := runAsUser(p, c)
 	if err != nil {
 		return nil, err
@@ -569,6 +617,9 @@ func (r *Runner) podmanRun(rp *runningPod, c *corev1.Container, name string, mou
 		args = append(args, "--entrypoint", string(ep))
 	}
 	args = append(args, c.Image)
+	if rp.isolated {
+		return append(args, c.Args...), nil // its ports are its own
+	}
 	return append(args, r.rewriteArgs(rp, c)...), nil
 }
 
@@ -714,7 +765,7 @@ func (r *Runner) prepareVolumes(ctx context.Context, p *corev1.Pod) (mounts []st
 				size = ",tmpfs-size=" + strconv.FormatInt(v.EmptyDir.SizeLimit.Value(), 10)
 			}
 			mounts = append(mounts, v.Name+"\x00type=tmpfs,destination={{path}},tmpfs-mode=1777"+size)
-		case v.Projected != nil:
+		case v.Projected != nil || v.ConfigMap != nil:
 			dir := r.volumeDir(p, v.Name)
 			if err := mountOption(dir); err != nil {
 				return nil, 0, fmt.Errorf("volume %s: %w", v.Name, err)
@@ -722,7 +773,12 @@ func (r *Runner) prepareVolumes(ctx context.Context, p *corev1.Pod) (mounts []st
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, 0, err
 			}
-			for _, src := range v.Projected.Sources {
+			if v.ConfigMap != nil {
+				if err := r.writeConfigMap(ctx, p, v.ConfigMap, dir); err != nil {
+					return nil, 0, fmt.Errorf("volume %s: %w", v.Name, err)
+				}
+			}
+			for _, src := range sources(v) {
 				d, err := r.project(ctx, p, src, dir)
 				if err != nil {
 					return nil, 0, fmt.Errorf("volume %s: %w", v.Name, err)
@@ -733,10 +789,49 @@ func (r *Runner) prepareVolumes(ctx context.Context, p *corev1.Pod) (mounts []st
 			}
 			mounts = append(mounts, v.Name+"\x00type=bind,source="+dir+",destination={{path}},ro=true")
 		default:
-			return nil, 0, fmt.Errorf("volume %s: only emptyDir and projected volumes are supported", v.Name)
+			return nil, 0, fmt.Errorf("volume %s: only emptyDir, projected and configMap volumes are supported", v.Name)
 		}
 	}
 	return mounts, renew, nil
+}
+
+// sources are a projected volume's sources (none for another volume).
+func sources(v corev1.Volume) []corev1.VolumeProjection {
+	if v.Projected == nil {
+		return nil
+	}
+	return v.Projected.Sources
+}
+
+// writeConfigMap writes a configMap volume's files as the kubelet does
+// when the pod starts: the items it names, or else every key of the
+// ConfigMap's data. A missing ConfigMap fails the pod's start (retried),
+// unless the volume is optional. Later changes of the ConfigMap are not
+// followed.
+func (r *Runner) writeConfigMap(ctx context.Context, p *corev1.Pod, src *corev1.ConfigMapVolumeSource, dir string) error {
+	cm, err := r.cfg.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && src.Optional != nil && *src.Optional:
+		return nil
+	case err != nil:
+		return fmt.Errorf("configmap %s: %w", src.Name, err)
+	}
+	items := src.Items
+	if len(items) == 0 {
+		for k := range cm.Data {
+			items = append(items, corev1.KeyToPath{Key: k, Path: k})
+		}
+	}
+	for _, it := range items {
+		v, ok := cm.Data[it.Key]
+		if !ok {
+			return fmt.Errorf("configmap %s has no key %s", src.Name, it.Key)
+		}
+		if err := writeFile(dir, it.Path, v, projectedOwner(p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Runner) volumeDir(p *corev1.Pod, volume string) string {

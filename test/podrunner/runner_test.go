@@ -1,11 +1,15 @@
 package podrunner
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,20 +65,45 @@ func TestPodmanRun(t *testing.T) {
 			t.Errorf("podman run lacks %q:\n%s", want, got)
 		}
 	}
-	// Images of the loopback registry are pulled over plain HTTP; others
-	// never.
+	// Images of the loopback registry are pulled over plain HTTP before
+	// each start; others must be in podman's store. podman run itself
+	// never pulls.
 	r.cfg.PullFrom = "127.0.0.1:5000"
-	for image, want := range map[string]string{"127.0.0.1:5000/release/myoperator@sha256:00": "--pull always --tls-verify=false", "img:1": "--pull never"} {
+	for image, want := range map[string]string{
+		"127.0.0.1:5000/release/myoperator@sha256:00": "pull --quiet --tls-verify=false 127.0.0.1:5000/release/myoperator@sha256:00",
+		"img:1": "image exists img:1",
+	} {
+		if got := strings.Join(r.pullArgs(image), " "); !strings.HasSuffix(got, want) {
+			t.Errorf("%s: pulled with %q, want %q", image, got, want)
+		}
 		c.Image = image
 		args, err := r.podmanRun(rp, &c, "x", []string{"tmp\x00type=tmpfs,destination={{path}}"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(args, " "); !strings.Contains(got, want) || strings.Count(got, "--pull") != 1 {
-			t.Errorf("%s: podman run lacks %q:\n%s", image, want, got)
+		if got := strings.Join(args, " "); !strings.Contains(got, "--pull never") || strings.Count(got, "--pull") != 1 {
+			t.Errorf("%s: podman run pulls:\n%s", image, got)
 		}
 	}
 	c.Image = "img:1"
+
+	// An isolated pod's container keeps its own ports in a network of its
+	// own, published on loopback at the slot's host ports.
+	iso := &runningPod{pod: p, slot: 2, isolated: true, containers: map[string]*container{}}
+	args, err = r.podmanRun(iso, &c, "x", []string{"tmp\x00type=tmpfs,destination={{path}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Join(args, " ")
+	for _, want := range []string{"--network bridge", "--publish 127.0.0.1:31200:9443/tcp", "--publish 127.0.0.1:31201:8081/tcp",
+		"img:1 --leader-elect --health-probe-bind-address=:8081 --webhook-port=9443"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("isolated: podman run lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "--network host") {
+		t.Errorf("isolated: podman run on the host network:\n%s", got)
+	}
 
 	p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
 	if _, err := r.podmanRun(rp, &c, "x", nil); err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {
@@ -141,5 +170,92 @@ func TestProjectedFilesPrivate(t *testing.T) {
 	p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
 	if o := projectedOwner(p); o.mode != 0o640 || o.gid != 2000 {
 		t.Errorf("two users with fsGroup 2000: %+v, want 0640 group 2000", o)
+	}
+}
+
+// TestContainerStates: what the runner reports of a container, as a
+// kubelet would: ErrImagePull and then ImagePullBackOff for an image
+// podman's store lacks (asked of podman itself), CrashLoopBackOff for one
+// that exits soon after its start, Terminated (and a restart at once) for
+// one that ran a while; the pod's status lists them with the spec's image
+// and the restarts.
+func TestContainerStates(t *testing.T) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed (hack/ensure-podman.sh installs it)")
+	}
+	r, err := New(Config{Client: fake.NewClientset(), Namespace: "ns", Selector: "a=b", APIServer: "https://127.0.0.1:32766",
+		Dir: t.TempDir(), ContainerPrefix: "test-", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "localhost/myoperator-test/no-such-image:1"
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gb-1", Namespace: "guestbook", UID: "u1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "guestbook", Image: image}}}}
+	rp := &runningPod{pod: p, containers: map[string]*container{}}
+	c := &p.Spec.Containers[0]
+	st := rp.container(c.Name, "test-")
+	reason := func() string {
+		cs := rp.containerStatuses(p.Spec.Containers, "test-")
+		if len(cs) != 1 || cs[0].Image != image {
+			t.Fatalf("statuses %+v, want one of image %s", cs, image)
+		}
+		switch s := cs[0].State; {
+		case s.Waiting != nil:
+			return s.Waiting.Reason + ": " + s.Waiting.Message
+		case s.Running != nil:
+			return "Running"
+		case s.Terminated != nil:
+			return "Terminated " + s.Terminated.Reason
+		}
+		return "none"
+	}
+	if got := reason(); got != "ContainerCreating: " {
+		t.Errorf("before any start: %q, want ContainerCreating", got)
+	}
+
+	err = r.runContainer(rp, c, nil)
+	var pe *pullError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), `failed to pull image "`+image+`"`) {
+		t.Fatalf("runContainer of a missing image = %v, want a pull error naming it", err)
+	}
+	done := make(chan struct{})
+	var next time.Duration
+	go func() {
+		defer close(done)
+		next, _ = r.restartWait(context.Background(), p, c, st, err, 0, 1500*time.Millisecond)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if got := reason(); !strings.HasPrefix(got, "ErrImagePull: failed to pull image") {
+		t.Errorf("just after the pull failed: %q, want ErrImagePull", got)
+	}
+	<-done
+	if got := reason(); !strings.HasPrefix(got, `ImagePullBackOff: Back-off pulling image "`+image+`"`) {
+		t.Errorf("after the first second: %q, want ImagePullBackOff naming the image", got)
+	}
+	if next != 3*time.Second {
+		t.Errorf("next back-off %s, want 3s (doubled)", next)
+	}
+
+	// A crash: exit 2 right after its start.
+	st.states.set(terminated(exec.Command("sh", "-c", "exit 2").Run(), time.Now()))
+	st.restarts.Add(1)
+	if next, _ = r.restartWait(context.Background(), p, c, st, errors.New("exit status 2"), time.Second, 10*time.Millisecond); next != 20*time.Millisecond {
+		t.Errorf("after a crash, next back-off %s, want 20ms", next)
+	}
+	if got := reason(); !strings.HasPrefix(got, "CrashLoopBackOff: back-off 10ms restarting failed container=guestbook pod=gb-1_guestbook(u1)") {
+		t.Errorf("after a crash: %q, want CrashLoopBackOff", got)
+	}
+	cs := rp.containerStatuses(p.Spec.Containers, "test-")[0]
+	if term := cs.LastTerminationState.Terminated; term == nil || term.ExitCode != 2 || cs.RestartCount != 1 {
+		t.Errorf("last state %+v, restarts %d; want exit code 2 and 1 restart", cs.LastTerminationState, cs.RestartCount)
+	}
+
+	// A container that ran a while and was killed restarts at once.
+	st.states.set(terminated(errors.New("signal: killed"), time.Now().Add(-time.Minute)))
+	if next, _ = r.restartWait(context.Background(), p, c, st, errors.New("signal: killed"), time.Minute, 8*time.Second); next != time.Second {
+		t.Errorf("after a long run, next back-off %s, want 1s (reset)", next)
+	}
+	if got := reason(); got != "Terminated Error" {
+		t.Errorf("after a long run: %q, want Terminated Error until it runs again", got)
 	}
 }
