@@ -123,7 +123,7 @@ func certManagerIssues() features.Feature {
 			testenv.Eventually(t, 30*time.Second, func() string { return servedSerial(after.ca, after.serial()) })
 			servedIn := time.Since(renewed)
 			time.Sleep(3 * time.Second)
-			report := load.stop()
+			report := load.Stop()
 			errorsAfter, err := apiserverWebhookErrors(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -344,10 +344,10 @@ func caBundlesAre(ctx context.Context, caPEM []byte) string {
 
 // servedSerial says how what the webhook Service presents differs from the
 // leaf with serial want, verified against ca for the Service's name as the
-// API server does; "" when ten handshakes in a row present it. The real
-// node's handshakes go to the ClusterIP (kube-proxy); on kwok nodes, in
-// turn to each ready endpoint of the Service, which is where the API
-// server's aggregator routing calls.
+// API server does; "" when ten handshakes in a row present it. They go
+// where the API server calls (webhookAddrs): the ClusterIP through
+// kube-proxy or the suite's stand-in, or with aggregator routing each
+// ready endpoint of the Service in turn.
 func servedSerial(ca *x509.Certificate, want string) string {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)

@@ -33,6 +33,7 @@ import (
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/test/framework/docblocks"
+	"github.com/example/myoperator/test/framework/kwokconfig"
 	"github.com/example/myoperator/test/framework/testenv"
 	"github.com/example/myoperator/test/framework/testutil"
 	"github.com/example/myoperator/test/podrunner"
@@ -94,8 +95,9 @@ var (
 // the project's own binaries: it builds the operator's image, installs
 // the production config/default with kubectl and runs the Deployment's
 // pods from the image under podman, each serving at its pod IP, where the
-// API server (aggregator routing) calls the webhook Service's ready
-// endpoints; the cluster is deleted at the end unless
+// API server reaches the webhook Service's ready endpoints (through its
+// ClusterIP and the suite's stand-in for kube-proxy with
+// E2E_SERVICE_PATH=clusterip, or by aggregator routing); the cluster is deleted at the end unless
 // E2E_KEEP_CLUSTER=1. With E2E_NODE=real the cluster has one real node
 // instead (hack/node/node.sh): the images go into its containerd, the
 // production config/default is installed unmodified and the kubelet runs
@@ -156,18 +158,23 @@ func TestMain(m *testing.M) {
 		if mode.install != installKustomize {
 			image = step("release files (dist/) pushed to a registry on loopback (bin/registry push, as make release-push)", publishRelease)
 		}
-		suite.Setup(
+		cluster := []env.Func{
 			step("kubectl plugin (go build ./kubectl-myoperator, on PATH for kubectl myoperator doctor after each feature)", buildPlugin),
 			step("Kubernetes binaries (built when missing)", useBinaries(bin)),
-			step("kwok cluster (aggregator routing; operator pods made Ready by the pod runner's probe)", createCluster(bin)),
+			step("kwok cluster ("+string(servicePath())+" service path; operator pods made Ready, and removed after deletion, by the pod runner)", createCluster(bin)),
 			step("clients", makeClients),
+		}
+		if servicePath() == kwokconfig.ClusterIP {
+			cluster = append(cluster, step("kube-proxy stand-in (test/kubeproxy: nftables rules from the Services' ready endpoints)", startKubeProxy))
+		}
+		suite.Setup(append(cluster,
 			step("fake nodes", addNodes(3)),
 			image,
 			step("Guestbook server image (podman build)", buildGuestbookImage),
 			step("pod runner (each pod at its pod IP)", startRunner),
 			step("install ("+installDescription()+")", install),
 			step("operator ready: 2 pods from the image, Lease held", operatorReady),
-		)
+		)...)
 	default:
 		setup := []env.Func{step("kubectl plugin (go build ./kubectl-myoperator, on PATH for kubectl myoperator doctor after each feature)", buildPlugin), step("existing cluster: clients, API server ready", existingCluster)}
 		if mode.fakeNodes > 0 {
@@ -198,6 +205,7 @@ func TestMain(m *testing.M) {
 		step("collect logs on failure", collectLogs),
 		step("stop the operator's containers", stopOperator),
 		stopRegistry,
+		endKubeProxy,
 	}
 	switch {
 	case !mode.created():

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/example/myoperator/test/framework/kwokconfig"
 )
 
 // suiteMode is how the suite meets its cluster: the kwok cluster it
@@ -46,6 +48,12 @@ type suiteMode struct {
 	// cluster it creates: kustomize (the default), manifest or helm
 	// (installways_test.go).
 	install string
+	// servicePath (E2E_SERVICE_PATH) is how the API server of the kwok
+	// cluster the suite creates reaches the webhook Service: aggregator
+	// (the default; it calls the ready endpoints itself) or clusterip (it
+	// calls the ClusterIP, which the suite routes as kube-proxy does,
+	// test/kubeproxy).
+	servicePath kwokconfig.ServicePath
 }
 
 // mode is set by TestMain before any feature runs.
@@ -86,6 +94,16 @@ func readMode(flagKubeconfig string) (suiteMode, error) {
 	if m.install != installKustomize && !m.created() {
 		return m, fmt.Errorf("E2E_INSTALL=%s installs a release's files on the cluster the suite creates; on an existing cluster the suite installs with make deploy", m.install)
 	}
+	m.servicePath = kwokconfig.Aggregator
+	if p := os.Getenv("E2E_SERVICE_PATH"); p != "" {
+		var err error
+		if m.servicePath, err = kwokconfig.ParseServicePath(p); err != nil {
+			return m, fmt.Errorf("E2E_SERVICE_PATH: %w", err)
+		}
+		if m.realNode || !m.created() {
+			return m, fmt.Errorf("E2E_SERVICE_PATH=%s is for the kwok cluster the suite creates; a real node's kube-proxy and an existing cluster route Services their own way", p)
+		}
+	}
 	if n := os.Getenv("E2E_FAKE_NODES"); n != "" {
 		if _, err := fmt.Sscan(n, &m.fakeNodes); err != nil || m.fakeNodes < 0 {
 			return m, fmt.Errorf("E2E_FAKE_NODES=%q: want a number of nodes", n)
@@ -123,7 +141,11 @@ func (m suiteMode) String() string {
 		return "the cluster the suite creates with one real node, E2E_NODE=real (containerd, kubelet, kube-proxy from hack/node/node.sh; operator installed with " + installDescription() + "; its pods run by the kubelet)"
 	}
 	if m.created() {
-		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with " + installDescription() + "; its pods run by the suite under podman, each at its pod IP, where the API server calls the webhook Service's ready endpoints: aggregator routing, as kwok nodes run no kube-proxy)"
+		route := "the API server calls the webhook Service's ready endpoints: aggregator routing, as kwok nodes run no kube-proxy"
+		if m.servicePath == kwokconfig.ClusterIP {
+			route = "the API server calls the webhook Service's ClusterIP, which the suite's stand-in for kube-proxy (test/kubeproxy) sends to a ready endpoint, E2E_SERVICE_PATH=clusterip"
+		}
+		return "the kwok cluster the suite creates, E2E_NODE=kwok (operator installed with " + installDescription() + "; its pods run by the suite under podman, each at its pod IP, where " + route + ")"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "existing cluster %s (", m.kubeconfig)
@@ -415,3 +437,6 @@ func cleanUp(t *testing.T, cfg *envconf.Config, args ...string) {
 		t.Logf("cleaning up (kubectl delete %s): %v: %s", strings.Join(args, " "), err, out)
 	}
 }
+
+// servicePath is how the suite's kwok cluster reaches Services.
+func servicePath() kwokconfig.ServicePath { return mode.servicePath }

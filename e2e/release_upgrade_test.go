@@ -633,16 +633,16 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, fx *releaseFixture, wha
 
 	applied := time.Now()
 	if out, err := install(); err != nil {
-		load.stop()
+		load.Stop()
 		t.Fatalf("%s: %v: %s", what, err, out)
 	}
 	firstServing, done, err := waitRollout(ctx, applied, 4*time.Minute)
 	if err != nil {
-		load.stop()
+		load.Stop()
 		t.Fatalf("%s: %v", what, err)
 	}
 	time.Sleep(5 * time.Second) // and against the new one for a while
-	rep := load.stop()
+	rep := load.Stop()
 	errsAfter, err := apiserverWebhookErrors(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,15 @@ func TestLiveConfiguration(t *testing.T) { runFeature(t, liveConfiguration()) }
 
 func TestLeaderFailoverUnderLoad(t *testing.T) { runFeature(t, leaderFailoverUnderLoad()) }
 
+func TestOperatorRollingRestart(t *testing.T) {
+	runFeature(t, operatorRollingRestart())
+}
+
+func TestLeaderNodeDrain(t *testing.T) {
+	runFeature(t, leaderNodeDrain(),
+		destructive("it drains a node of the cluster (kubectl drain: every pod on it evicted) and uncordons it after"))
+}
+
 func TestNamespaceScope(t *testing.T) {
 	runFeature(t, namespaceScope(),
 		ownCluster("it applies config/namespace-scope-default over the install and config/default back, which fits only the install the suite made"))

@@ -30,16 +30,18 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	drinksv1alpha1 "github.com/example/myoperator/apis/drinks/v1alpha1"
+	"github.com/example/myoperator/test/framework/kwokconfig"
 	"github.com/example/myoperator/test/framework/testenv"
 )
 
 // The production webhook wiring: the API server calls every admission
 // webhook and the Drink conversion through the Service
-// myoperator-webhook-service (kube-proxy, no aggregator routing), trusting
-// the CA the operator injects. On the real node kube-proxy routes the
-// Service; on kwok nodes, which run no kube-proxy, the API server calls
-// the Service's ready endpoints itself (--enable-aggregator-routing), where
-// the pod runner serves each pod at its pod IP.
+// myoperator-webhook-service, trusting the CA the operator injects. On the
+// real node kube-proxy routes the Service's ClusterIP; on kwok nodes, which
+// run no kube-proxy, either the suite's stand-in for it does
+// (E2E_SERVICE_PATH=clusterip, test/kubeproxy) or the API server calls the
+// Service's ready endpoints itself (aggregator routing); either way the
+// pod runner serves each pod at its pod IP.
 
 const (
 	webhookService = "myoperator-webhook-service"
@@ -276,10 +278,11 @@ func managerServes(p *corev1.Pod) bool {
 }
 
 // webhookAddrs are where the API server calls the webhook Service: its
-// ClusterIP on the real node (kube-proxy), its ready endpoints on kwok
-// nodes (aggregator routing, the pods at their IPs).
+// ClusterIP on the real node (kube-proxy) and through the suite's
+// stand-in for kube-proxy, its ready endpoints with aggregator routing
+// (the pods at their IPs).
 func webhookAddrs(ctx context.Context) ([]string, error) {
-	if mode.realNode {
+	if mode.realNode || servicePath() == kwokconfig.ClusterIP {
 		svc := &corev1.Service{}
 		if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: webhookService}, svc); err != nil {
 			return nil, err

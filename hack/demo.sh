@@ -21,18 +21,17 @@
 # suite (30000, 10.244/16) or make run (127.0.0.1:9443, 8081) use the same
 # network namespace.
 #
-# Readiness: the demo cluster keeps kwok's default stages, which mark every
-# pod Ready as soon as it is scheduled. The pod runner writes the operator's
-# pods' Ready from their readiness probe on its next sync (within a second),
-# so a starting pod is among the Service's ready endpoints for at most about
-# a second before it serves, and a webhook call sent to it then fails. That
-# does not matter here: the Deployment's minReadySeconds (5) keeps a rollout
-# from counting such a pod as available; the bootstrap initContainer's
-# OperatorConfig create, the one call made at that moment, goes to webhooks
-# that ignore failures; and the samples are applied only once every replica
-# passes its probe under the runner (operator_ready reads pods.txt, the
-# runner's own verdict). The e2e suite's stages (e2e/kwokstages_test.go),
-# which leave Ready to the runner from the start, are not needed.
+# Pods as a kubelet runs them: the demo's cluster is made with the stages
+# of hack/kwokconfig for the operator's namespace (RUNNER_PODS), so kwok
+# neither marks the operator's pods Ready when they are scheduled nor
+# removes them at once when they are deleted: the pod runner writes their
+# Ready from the readiness probe (a starting pod joins the Service's
+# endpoints only once it serves), and a deleted pod, withdrawn from the
+# endpoints, keeps running through its preStop sleep and SIGTERM and is
+# removed once its containers have stopped (its ServiceAccount token, bound
+# to the pod, works until then: the leader releases its Lease on the way
+# out). A rolling restart or a node drain then fails no request
+# (make test-demo restarts the operator under load).
 #
 # Environment: K8S_BIN (folder of the Kubernetes binaries), NETNS.
 set -euo pipefail
@@ -49,6 +48,8 @@ operator_ns=myoperator-system
 deployment=myoperator-controller-manager
 operator_pods=app.kubernetes.io/name=myoperator,control-plane=controller-manager
 lease=myoperator.example.com
+# The pods the pod runner runs, as a kwok stage selector's query.
+runner_pods=".metadata.namespace == \"$operator_ns\""
 export KWOK_WORKDIR=$dir/kwok
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 
@@ -108,12 +109,14 @@ image() {
 cluster_up() {
   if [ -s "$kubeconfig" ] && kc get --raw /readyz >/dev/null 2>&1; then
     # A cluster from before the demo called the webhooks through the
-    # Service has nodes without pod CIDRs (nor aggregator routing).
-    if [ "$(kc get node kwok-node-0 -o jsonpath='{.spec.podCIDR}' 2>/dev/null)" = 10.245.0.0/24 ]; then
+    # Service has nodes without pod CIDRs (nor aggregator routing); one
+    # from before the pod runner terminated pods has kwok's own stages.
+    if [ "$(kc get node kwok-node-0 -o jsonpath='{.spec.podCIDR}' 2>/dev/null)" = 10.245.0.0/24 ] &&
+      grep -qs pod-ready-probed-by-runner "$KWOK_WORKDIR/$cluster-kwokctl.yaml"; then
       step "cluster $cluster: running, reused ($kubeconfig)"
       return
     fi
-    step "cluster $cluster: made by an older demo (no pod CIDRs on its nodes); deleting it to start again..."
+    step "cluster $cluster: made by an older demo (no pod CIDRs on its nodes, or kwok's own pod stages); deleting it to start again..."
     runner_down
     in_ns "$K8S_BIN/kwokctl" delete cluster --name "$cluster" --kubeconfig "$kubeconfig" >/dev/null
   fi
@@ -125,7 +128,7 @@ cluster_up() {
   # dev-cluster.sh's closing how-to (after its first blank line) is for
   # make dev-cluster; the demo prints its own.
   # kwokctl's JSON log lines go too.
-  K8S_BIN=$K8S_BIN NETNS=$NETNS "$root/hack/dev-cluster.sh" up "$cluster" "$kubeconfig" 2>&1 | sed '/^{"time"/d; /^$/,$d'
+  K8S_BIN=$K8S_BIN NETNS=$NETNS RUNNER_PODS=$runner_pods "$root/hack/dev-cluster.sh" up "$cluster" "$kubeconfig" 2>&1 | sed '/^{"time"/d; /^$/,$d'
   step "cluster $cluster: up"
 }
 

@@ -4,7 +4,10 @@
 # project-built binaries, inside the project's network namespace.
 #
 # Usage: hack/dev-cluster.sh up|down|smoke NAME KUBECONFIG
-# Environment: K8S_BIN (folder of the binaries), NETNS (namespace name).
+# Environment: K8S_BIN (folder of the binaries), NETNS (namespace name),
+# RUNNER_PODS (a jq query true for the pods a pod runner will run, as make
+# demo's does: kwok leaves their readiness and their removal after deletion
+# to the runner, hack/kwokconfig; empty keeps kwok's default stages).
 set -euo pipefail
 cmd=${1:?usage: dev-cluster.sh up|down|smoke NAME KUBECONFIG}
 name=${2:?cluster name}
@@ -17,11 +20,16 @@ in_ns() { "$root/hack/netns.sh" "$NETNS" "$@"; }
 kc() { in_ns kubectl --kubeconfig "$kubeconfig" "$@"; }
 
 # The cluster's kwokctl configuration: the API server's aggregator routing
-# (see the file).
+# (see the file), and with RUNNER_PODS the stages of a pod runner's pods.
 config=$root/hack/kwok/aggregator-routing.yaml
+RUNNER_PODS=${RUNNER_PODS:-}
 
 up() {
   mkdir -p "$(dirname "$kubeconfig")" "$KWOK_WORKDIR"
+  if [ -n "$RUNNER_PODS" ]; then
+    config=$KWOK_WORKDIR/$name-kwokctl.yaml
+    (cd "$root" && go run ./hack/kwokconfig -kwokctl "$K8S_BIN/kwokctl" -runner-pods "$RUNNER_PODS" -out "$config")
+  fi
   echo "dev-cluster: creating kwok cluster $name (binary runtime, network namespace $NETNS, aggregator routing)..."
   in_ns "$K8S_BIN/kwokctl" create cluster --name "$name" --runtime binary \
     --config "$config" \

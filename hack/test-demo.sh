@@ -4,7 +4,9 @@
 # server reaches at the pods' IPs), a second make demo reuses everything and
 # rebuilds nothing and leaves a user's OperatorConfig edit in place (it
 # applies config/samples again), the kubectl commands the summary prints work
-# as printed, and make demo-down leaves no process, container, mount, pod IP,
+# as printed, a rolling restart of the operator and a drain of the leader's
+# node under load fail no request (the e2e suite's disruption features on
+# the demo's install), and make demo-down leaves no process, container, mount, pod IP,
 # cluster or file of the demo behind. Run as root from the repository.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -97,6 +99,20 @@ check "second run: the same operator pods" test "$(cut -d' ' -f1 bin/demo/pods.t
 check "second run: the summary again" has "$s" '^  default +drink-sample-v1 +v1 +drink-sample-v1 +beverage displayName extras size sugarCubes $'
 check "second run: the user's logLevel Error kept in spec" test "$(kc get operatorconfig cluster -o jsonpath='{.spec.logLevel}')" = Error
 check "second run: logLevel Error in effect, from the user" test "$(kc get operatorconfig cluster -o jsonpath='{.status.effective.logLevel} {.status.effective.sources.logLevel}')" = "Error user"
+
+# The disruptions a platform team causes every week, on the demo's install
+# (config/default, aggregator routing, the pod runner terminating pods as a
+# kubelet does): the e2e suite's features kubectl rollout restart of the
+# operator and kubectl drain of the leader's node, each under a load that
+# writes through every version and lists through v1alpha1 and never
+# retries (e2e/disruption_test.go), run against the demo's cluster as an
+# existing one. They restart the operator and drain a node, hence the
+# destructive flag; they uncordon the node after.
+t0=$SECONDS
+check "e2e disruption features on the demo (rollout restart, drain of the leader's node): 0 failed requests" \
+  "${MAKE:-make}" --no-print-directory -o build test-e2e NETNS="$NETNS" E2E_NAME=e2e-demo \
+  E2E_KUBECONFIG="$root/bin/demo.kubeconfig" E2E_SKIP_INSTALL=1 E2E_ALLOW_DESTRUCTIVE=1 E2E_ARGS="--labels area=disruption"
+echo "test-demo: the disruption features took $((SECONDS - t0))s (output in bin/e2e-demo.log)"
 
 # The cluster's API server, to check after demo-down that it is gone.
 server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')

@@ -14,5 +14,5 @@ demo-down: ## Remove everything make demo started: pod runner, containers, clust
 	@K8S_BIN=$(K8S_BIN) NETNS=$(NETNS) hack/demo.sh down
 
 .PHONY: test-demo
-test-demo: ## make demo twice (the second reuses everything), its printed kubectl commands, make demo-down leaving nothing behind.
-	NETNS=$(NETNS) hack/test-demo.sh
+test-demo: ## make demo twice (the second reuses everything), its printed kubectl commands, a rolling restart and a node drain under load (the e2e disruption features on it), make demo-down leaving nothing behind.
+	MAKE="$(MAKE)" NETNS=$(NETNS) hack/test-demo.sh

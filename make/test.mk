@@ -126,6 +126,15 @@ E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),40m,20m)
 E2E_INSTALL ?= kustomize
 # The stable window after each helm upgrade of make test-e2e-install-ways.
 E2E_HELM_STABLE_FOR ?= 30s
+# How the API server of the kwok cluster the suite creates reaches the
+# webhook Service: clusterip (its ClusterIP, which the suite routes to the
+# ready endpoints as kube-proxy does, test/kubeproxy: the path of a real
+# cluster) or aggregator (it calls the endpoints itself, as make demo's
+# cluster does; make test-demo runs the disruption features there).
+E2E_SERVICE_PATH ?= clusterip
+# The suite's kwok cluster, when it creates one (not E2E_KUBECONFIG, not
+# E2E_NODE=real): only there is the Service path the suite's to choose.
+E2E_KWOK = $(if $(or $(E2E_KUBECONFIG),$(filter real,$(E2E_NODE))),,yes)
 # E2E_NAME names a run's cluster, its folders under bin/ (<name>-logs,
 # kwok-<name>, the output in <name>.log) and its containers, so that two
 # runs share the machine. make test-e2e-install-ways runs as
@@ -137,6 +146,7 @@ INSTALL_WAYS_NETNS ?= myoperator-install-ways
 .PHONY: test-e2e
 test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,$(E2E_NODE)),node-binaries) build $(CONTROLLER_GEN) $(HELM) ## End-to-end suites (e2e-framework) on a kwok cluster they create (E2E_NODE=real: on a real node, make test-e2e-real), or E2E_KUBECONFIG=<file> an existing one; E2E_ARGS="--labels area=drinks" runs one.
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
+	$(if $(and $(E2E_KWOK),$(filter clusterip,$(E2E_SERVICE_PATH))),hack/ensure-nat-tools.sh)
 	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
 	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
@@ -146,7 +156,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go test -tags e2e -count=1 -exec /bin/true ./e2e/ >/dev/null  # compile outside the namespace, run nothing
 	@# The whole output also goes to bin/$(E2E_NAME).log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) $(if $(E2E_KWOK),E2E_SERVICE_PATH=$(E2E_SERVICE_PATH)) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"; m=1; next} m && /^        / {b=b $$0 "\n"; next} {m=0} /^--- FAIL: / {printf "%s", b; b=""}' $(BIN)/$(E2E_NAME).log | tail -n 120; exit 1; }
 
 .PHONY: test-e2e-install-ways

@@ -1,14 +1,16 @@
 package bench
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/example/myoperator/test/kubeproxy"
 )
 
 // webhookService stands in, on loopback, for the webhook Service of an
@@ -50,9 +52,9 @@ func serveWebhooks(port int) (*webhookService, error) {
 	s := &webhookService{port: port, table: "myoperator-bench-webhooks-" + strconv.Itoa(port)}
 	// A table left by a bench that was killed would send this run's
 	// connections to its replicas' ports.
-	_ = nft("delete table ip " + s.table + "\n")
+	_ = kubeproxy.NFT("delete table ip " + s.table + "\n")
 	script := fmt.Sprintf("add table ip %[1]s\nadd chain ip %[1]s out { type nat hook output priority -100; policy accept; }\n", s.table)
-	if err := nft(script); err != nil {
+	if err := kubeproxy.NFT(script); err != nil {
 		return nil, err
 	}
 	// Connection tracking keeps what it saw of connections to the port
@@ -71,16 +73,7 @@ func serveWebhooks(port int) (*webhookService, error) {
 
 // forget deletes the tracked connections to the Service's port.
 func (s *webhookService) forget() error {
-	args := []string{"-D", "-p", "tcp", "--orig-dst", "127.0.0.1", "--orig-port-dst", strconv.Itoa(s.port)}
-	out, err := exec.Command("conntrack", args...).CombinedOutput()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && strings.Contains(string(out), " 0 flow entries") {
-		return nil // none to delete
-	}
-	if err != nil {
-		return fmt.Errorf("conntrack %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return kubeproxy.Forget(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(s.port)))
 }
 
 // add and remove change the replicas' webhook ports the Service sends
@@ -130,7 +123,7 @@ func (s *webhookService) apply() error {
 		fmt.Fprintf(&b, "add rule ip %s out ip daddr 127.0.0.1 tcp dport %d dnat to numgen inc mod %d map { %s }\n",
 			s.table, s.port, len(s.ports), strings.Join(to, ", "))
 	}
-	return nft(b.String())
+	return kubeproxy.NFT(b.String())
 }
 
 // Close removes the Service's table and forgets the connections it
@@ -141,17 +134,5 @@ func (s *webhookService) Close() error {
 	if s == nil {
 		return nil
 	}
-	return errors.Join(nft("delete table ip "+s.table+"\n"), s.forget())
-}
-
-// nft runs script as one nftables transaction.
-func nft(script string) error {
-	cmd := exec.Command("nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return errors.Join(fmt.Errorf("nft -f - <<%q: %w", script, err), errors.New(strings.TrimSpace(out.String())))
-	}
-	return nil
+	return errors.Join(kubeproxy.NFT("delete table ip "+s.table+"\n"), s.forget())
 }
