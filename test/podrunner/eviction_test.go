@@ -129,13 +129,19 @@ func TestEvictionTerminatesAsAKubelet(t *testing.T) {
 					t.Fatalf("the evicted pod was not removed within %ds", tc.grace+10)
 				}
 			}
+			// The container's exit, which the pod's removal should have
+			// waited for.
+			var exited time.Time
+			testenv.Eventually(t, time.Duration(tc.grace+5)*time.Second, func() string {
+				var ok bool
+				if exited, ok = logTime(log, "=== pod runner: ", " exit "); !ok {
+					return "the container's exit is not in its log:\n" + readFile(log)
+				}
+				return ""
+			})
 			term, ok := logTime(log, "stopper: SIGTERM ")
 			if !ok {
 				t.Fatalf("the container never got SIGTERM:\n%s", readFile(log))
-			}
-			exited, ok := logTime(log, "=== pod runner: ", " exit ")
-			if !ok {
-				t.Fatalf("the container's exit is not in its log:\n%s", readFile(log))
 			}
 			since := func(at time.Time) time.Duration { return at.Sub(evicted).Round(10 * time.Millisecond) }
 			t.Logf("evicted; terminating seen +%s; SIGTERM +%s (preStop %ds); exited +%s (grace %ds); pod removed +%s",
