@@ -95,7 +95,9 @@ func (r *Runner) holdIP(ip string) error {
 	r.ipMu.Lock()
 	defer r.ipMu.Unlock()
 	if r.ips[ip] == 0 {
-		if err := ipAddr("add", ip); err != nil && !strings.Contains(err.Error(), "File exists") {
+		// iproute2 words "already there" differently across versions
+		// ("File exists", "Address already assigned"): ask the device.
+		if err := ipAddr("add", ip); err != nil && !onLoopback(ip) {
 			return err
 		}
 	}
@@ -113,6 +115,25 @@ func (r *Runner) releaseIP(ip string) {
 	}
 	delete(r.ips, ip)
 	_ = ipAddr("del", ip)
+}
+
+// onLoopback says whether ip is an address of the loopback device.
+func onLoopback(ip string) bool {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		return false
+	}
+	addrs, err := lo.Addrs()
+	if err != nil {
+		return false
+	}
+	want := net.ParseIP(ip)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+			return true
+		}
+	}
+	return false
 }
 
 // ipAddr adds or deletes ip as a host address on the loopback device.

@@ -115,4 +115,22 @@ func TestPodIPServesContainerPorts(t *testing.T) {
 	if onLo() {
 		t.Errorf("after both pods stopped, the loopback device still has %s", ip)
 	}
+
+	// An address a killed runner left on the device is taken over, not
+	// refused: iproute2 says "Address already assigned" (or "File
+	// exists") to the add, and the pod must still serve at its IP.
+	if err := ipAddr("add", ip); err != nil {
+		t.Fatal(err)
+	}
+	left, err := r.listenPodIP(newer, ip)
+	if err != nil {
+		t.Fatalf("a pod IP already on the loopback device: %v, want it taken over", err)
+	}
+	if got, err := call("8080"); err != nil || got != "new pod" {
+		t.Errorf("at a taken-over address, %s:8080 answered %q (%v), want %q", ip, got, err, "new pod")
+	}
+	left.close()
+	if onLo() {
+		t.Errorf("after the pod at the taken-over address stopped, the loopback device still has %s", ip)
+	}
 }
