@@ -22,7 +22,7 @@ import (
 // real on the suite's kwok cluster: the pod runner runs them (each in a
 // network of its own), and kwok's stages leave their readiness and their
 // containers' states to it, as they do for the operator's pods
-// (kwokstages_test.go).
+// (kwokstages_test.go, test/framework/kwokconfig).
 const pulledGuestbook = "e2e-image"
 
 // missingGuestbookImage is an image no registry or store here has.

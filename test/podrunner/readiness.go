@@ -34,7 +34,8 @@ func (rp *runningPod) ready() bool {
 // answers; left like that, a Deployment's rollout would take a pod that
 // serves nothing as available and stop an old one that does, and a pod
 // whose image does not exist would look like any other. The e2e suite's
-// cluster therefore has kwok make the runner's pods Running but not Ready,
+// and make demo's clusters therefore have kwok make the runner's pods
+// Running but not Ready (test/framework/kwokconfig),
 // and the runner says the rest. kwok writes a pod's status once (its
 // pod-ready stage matches only Pending pods), so the runner's writes stand.
 func (r *Runner) reportStatus(ctx context.Context, p *corev1.Pod, rp *runningPod) {

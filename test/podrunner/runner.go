@@ -282,9 +282,10 @@ func (r *Runner) sync(ctx context.Context) error {
 // finishDeletion removes a deleted pod once its containers have stopped,
 // as a kubelet does: until then the pod object stays (terminating), and
 // with it the ServiceAccount token bound to it, so that a stopping
-// manager can still release its Lease. (The e2e suite's kwok stages leave
-// these pods' deletion to the runner; elsewhere kwok may have removed the
-// pod already.)
+// manager can still release its Lease. (The stages of
+// test/framework/kwokconfig, which the e2e suite's and make demo's
+// clusters use, leave these pods' deletion to the runner; elsewhere kwok
+// may have removed the pod already.)
 func (r *Runner) finishDeletion(ctx context.Context, p *corev1.Pod) {
 	uid := p.UID
 	err := r.cfg.Client.CoreV1().Pods(p.Namespace).Delete(context.WithoutCancel(ctx), p.Name, metav1.DeleteOptions{
