@@ -32,6 +32,7 @@ import (
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	operatorv1alpha1 "github.com/example/myoperator/apis/operator/v1alpha1"
 	webappv1 "github.com/example/myoperator/apis/webapp/v1"
+	"github.com/example/myoperator/bootstrap"
 	"github.com/example/myoperator/internal/certs"
 	"github.com/example/myoperator/internal/leaderlock"
 	"github.com/example/myoperator/internal/migrate"
@@ -414,6 +415,11 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 		o.inProcess.tuneMigration(migrator)
 	}
 	if err := mgr.Add(migrator); err != nil {
+		return err
+	}
+	if err := mgr.Add(&bootstrap.LeaderRelease{
+		Client: direct, Log: mgr.GetLogger().WithName("release-defaults"), Interval: 5 * time.Second, Timeout: 2 * time.Minute,
+	}); err != nil {
 		return err
 	}
 	if o.LogLevel == (zap.AtomicLevel{}) {
