@@ -14,6 +14,8 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/.tmp/controller-gen $@
 
+.PHONY: cyclonedx-gomod
+cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/, for the release's SBOMs (make dist, make test's release tests).
 $(CYCLONEDX_GOMOD):
 	@echo "installing cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) into bin/ (about 30 s when cold)"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
