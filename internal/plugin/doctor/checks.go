@@ -111,6 +111,8 @@ func (s *State) Exempt(d *drinksv1.Drink) string {
 		return "the operator is Unmanaged (OperatorConfig cluster)"
 	case d.DeletionTimestamp != nil:
 		return "being deleted"
+	case s.Deleting[d.Namespace]:
+		return "its namespace is being deleted"
 	case pause.Requested(d.Annotations):
 		// The operator leaves a paused Drink alone (internal/pause): its
 		// ConfigMap is whatever it was, which is not a finding.
@@ -212,7 +214,7 @@ func OrphanedConfigMaps(s *State) []Finding {
 	}
 	var out []Finding
 	for _, cm := range s.ConfigMaps {
-		if cm.DeletionTimestamp != nil || cm.Labels[names.ManagedByLabel] != names.ManagedByValue {
+		if cm.DeletionTimestamp != nil || s.Deleting[cm.Namespace] || cm.Labels[names.ManagedByLabel] != names.ManagedByValue {
 			continue
 		}
 		drink, ok := cm.Labels[names.DrinkLabel]

@@ -177,10 +177,22 @@ func TestChecks(t *testing.T) {
 			s.Drinks[0].DeletionTimestamp = &metav1.Time{}
 			s.ConfigMaps = s.ConfigMaps[1:]
 		}, ""},
+		{"drink-configmap: its namespace being deleted (ConfigMaps went first)", DrinkConfigMaps, func(s *State) {
+			s.Deleting = map[string]bool{"cafe": true}
+			s.ConfigMaps = s.ConfigMaps[1:]
+		}, ""},
+		{"drink-configmap: another namespace being deleted", DrinkConfigMaps, func(s *State) {
+			s.Deleting = map[string]bool{"other": true}
+			s.ConfigMaps = s.ConfigMaps[1:]
+		}, "its ConfigMap cafe/alpha is missing"},
 
 		{"orphaned-configmap: healthy", OrphanedConfigMaps, func(*State) {}, ""},
 		{"orphaned-configmap: Drink gone", OrphanedConfigMaps, func(s *State) { s.Drinks = s.Drinks[1:] }, "configmap/cafe/alpha is labelled example.com/drink=alpha but no Drink cafe/alpha controls it"},
 		{"orphaned-configmap: Drink recreated (another UID)", OrphanedConfigMaps, func(s *State) { s.Drinks[0].UID = "new" }, "no Drink cafe/alpha controls it"},
+		{"orphaned-configmap: its namespace being deleted (Drinks went first)", OrphanedConfigMaps, func(s *State) {
+			s.Deleting = map[string]bool{"cafe": true}
+			s.Drinks = s.Drinks[1:]
+		}, ""},
 		{"orphaned-configmap: no controller", OrphanedConfigMaps, func(s *State) { s.ConfigMaps[0].OwnerReferences = nil }, "it has no controller"},
 		{"orphaned-configmap: not the operator's", OrphanedConfigMaps, func(s *State) {
 			s.Drinks = s.Drinks[1:]

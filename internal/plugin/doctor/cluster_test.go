@@ -56,7 +56,7 @@ const (
 func TestDoctorOnAPIServer(t *testing.T) {
 	env, cfg, k8s := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx := t.Context()
-	for _, ns := range []string{operatorNS, operatorv1alpha1.DefaultGuestbookNamespace, "cafe", "elsewhere"} {
+	for _, ns := range []string{operatorNS, operatorv1alpha1.DefaultGuestbookNamespace, "cafe", "elsewhere", "closing"} {
 		mustCreate(t, k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	installation(t, k8s, env.WebhookInstallOptions.LocalServingCAData, env.WebhookInstallOptions.LocalServingCertDir)
@@ -83,6 +83,8 @@ func TestDoctorOnAPIServer(t *testing.T) {
 	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "paused"},
 		Spec: drinksv1.DrinkSpec{DisplayName: "P", Beverage: "tea"}})
 	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "out"}, Spec: drinksv1.DrinkSpec{DisplayName: "O", Beverage: "tea"}})
+	// Its namespace is deleted below.
+	mustCreate(t, k8s, &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "closing", Name: "last"}, Spec: drinksv1.DrinkSpec{DisplayName: "L", Beverage: "tea"}})
 
 	// Healthy: the operator has converged.
 	testenv.Eventually(t, 30*time.Second, func() string { return report(ctx, t, k8s) })
@@ -96,7 +98,7 @@ func TestDoctorOnAPIServer(t *testing.T) {
 	}
 	summary := strings.Join(lines, "\n")
 	for _, want := range []string{"leader: " + podName, "webhook mdrink.example.com", "crd/drinks.example.com conversion webhook", "expires",
-		"cafe alpha v1alpha1 v1alpha1 True", "cafe example-drink v1 v1+course True", "by authored version: v1alpha1 1, v1beta1 1, v1 4",
+		"cafe alpha v1alpha1 v1alpha1 True", "cafe example-drink v1 v1+course True", "by authored version: v1alpha1 1, v1beta1 1, v1 5",
 		"state: Managed Ready: True customized: logLevel"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("status lacks %q:\n%s", want, summary)
@@ -126,6 +128,21 @@ func TestDoctorOnAPIServer(t *testing.T) {
 	}
 	if why := report(ctx, t, k8s); why != "" {
 		t.Fatalf("paused and out-of-scope Drinks without ConfigMaps: %s", why)
+	}
+	// A namespace being deleted: the namespace controller (none runs here,
+	// so it stays Terminating) removes the ConfigMaps and the Drinks kind
+	// by kind, and a Drink may be left without its ConfigMap meanwhile.
+	if err := k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "closing", Name: "last"}}); err != nil {
+		t.Fatal(err)
+	}
+	if why := report(ctx, t, k8s); !strings.Contains(why, "its ConfigMap closing/last is missing") {
+		t.Fatalf("a Drink without its ConfigMap in a namespace not being deleted: %q, want the finding", why)
+	}
+	if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "closing"}}); err != nil {
+		t.Fatal(err)
+	}
+	if why := report(ctx, t, k8s); why != "" {
+		t.Fatalf("a Drink without its ConfigMap in a namespace being deleted: %s", why)
 	}
 
 	for _, tc := range []struct {
@@ -249,7 +266,7 @@ func installation(t *testing.T, c client.Client, ca []byte, certDir string) {
 	t.Helper()
 	labels := map[string]string{"app.kubernetes.io/name": "myoperator", "control-plane": "controller-manager"}
 	container := corev1.Container{Name: plugin.ManagerContainer, Image: "ghcr.io/example/myoperator:test",
-		Args: []string{"--leader-elect", "--webhook-port=9443", "--watch-namespaces=cafe," + operatorNS}}
+		Args: []string{"--leader-elect", "--webhook-port=9443", "--watch-namespaces=cafe,closing," + operatorNS}}
 	mustCreate(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: names.Deployment},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}}})

@@ -61,6 +61,13 @@ type State struct {
 	RecordErr error
 	// Policies are the admission policies of Policies, by name.
 	Policies map[string]PolicyState
+	// Deleting are the namespaces, of those holding Drinks or their
+	// ConfigMaps, that are being deleted. The namespace controller removes
+	// their objects kind by kind, so one may hold Drinks whose ConfigMaps
+	// are already gone (or the reverse), and the API server refuses the
+	// operator a new object there: nothing to find or fix. A namespace the
+	// user may not read counts as not being deleted.
+	Deleting map[string]bool
 }
 
 // Policies are the ValidatingAdmissionPolicies that narrow the operator's
@@ -189,6 +196,9 @@ func Read(ctx context.Context, c client.Reader, operatorNS, namespace string) (*
 		return nil, fmt.Errorf("listing the Drinks' ConfigMaps: %w", err)
 	}
 	s.ConfigMaps = cms.Items
+	if err := s.readDeleting(ctx, c); err != nil {
+		return nil, err
+	}
 	// A ConfigMap a Drink controls without the labels (their labels
 	// removed) is found by its owner, in the metadata of the ConfigMaps of
 	// each namespace with Drinks.
@@ -307,4 +317,40 @@ func webhook(name string, cc admissionregistrationv1.WebhookClientConfig) Webhoo
 		w.URL = *cc.URL
 	}
 	return w
+}
+
+// readDeleting fills Deleting from the namespaces of the Drinks and
+// ConfigMaps read.
+func (s *State) readDeleting(ctx context.Context, c client.Reader) error {
+	s.Deleting = map[string]bool{}
+	seen := map[string]bool{}
+	check := func(name string) error {
+		if seen[name] {
+			return nil
+		}
+		seen[name] = true
+		ns := &corev1.Namespace{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			s.Deleting[name] = true // gone while read: its objects go too
+		case apierrors.IsForbidden(err):
+		case err != nil:
+			return fmt.Errorf("reading namespace %s: %w", name, err)
+		default:
+			s.Deleting[name] = ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating
+		}
+		return nil
+	}
+	for _, d := range s.Drinks {
+		if err := check(d.Namespace); err != nil {
+			return err
+		}
+	}
+	for _, cm := range s.ConfigMaps {
+		if err := check(cm.Namespace); err != nil {
+			return err
+		}
+	}
+	return nil
 }
