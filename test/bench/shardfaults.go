@@ -33,14 +33,16 @@ import (
 // probeNS holds the probe Drinks of a kill run, apart from the N Drinks.
 const probeNS = "bench-probes"
 
-// Audit is what shardaudit found in a run's audit log: the admitted
-// writes of the replicas to Drinks' status and ConfigMaps it checked, the
+// Audit is what shardaudit found in a run's audit log: the writes of the
+// replicas to Drinks' status and ConfigMaps it checked, admitted or
+// possibly applied (Uncertain: answered with a server error or none), the
 // objects written by more than one replica (across handovers, expected),
 // the writes from a replica that did not hold the Drink's bucket when the
 // request arrived (double writes: want 0) with the first few described,
 // and the writes the API server refused.
 type Audit struct {
 	Written, ByTwo, Stale int
+	Uncertain             int      `json:",omitempty"`
 	StaleFirst            []string `json:",omitempty"`
 	Refused               int
 }
@@ -48,6 +50,7 @@ type Audit struct {
 func (a *Audit) add(r shardaudit.Result) {
 	a.Written += r.Written
 	a.ByTwo += r.ByTwo
+	a.Uncertain += r.Uncertain
 	a.Stale += len(r.Stale)
 	for _, s := range r.Stale {
 		if len(a.StaleFirst) < 5 {

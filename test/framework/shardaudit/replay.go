@@ -100,12 +100,17 @@ func bucketOfLease(name string) (int, bool) {
 
 // Result is what Replay found.
 type Result struct {
-	// Written counts the admitted writes of pods to the Drinks' status
-	// and ConfigMaps it checked; ByTwo the objects more than one pod
-	// wrote (across handovers, as expected).
+	// Written counts the writes of pods to the Drinks' status and
+	// ConfigMaps it checked: those admitted and those possibly applied;
+	// ByTwo the objects more than one pod wrote (across handovers, as
+	// expected).
 	Written, ByTwo int
-	// Stale describes each admitted write from a pod that did not hold
-	// the Drink's bucket when the request arrived.
+	// Uncertain counts the writes answered with a server error or none (a
+	// timeout, 500, 504): the API server may have applied them before it
+	// failed to answer, so they are checked as if admitted.
+	Uncertain int
+	// Stale describes each write, admitted or possibly applied, from a
+	// pod that did not hold the Drink's bucket when the request arrived.
 	Stale []string
 	// Refused counts the writes of pods to those objects that the API
 	// server refused with 403 (the fence, or RBAC).
@@ -175,18 +180,24 @@ func Replay(events []auditv1.Event, operatorNamespace, namespace string, uids ma
 		if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
 			res.Refused[pod]++
 		}
-		if !admitted(e) {
+		uncertain := possiblyApplied(e)
+		if !admitted(e) && !uncertain {
 			continue
 		}
 		res.Written++
+		answer := ""
+		if uncertain {
+			res.Uncertain++
+			answer = ", answered " + answerOf(e) + " (possibly applied)"
+		}
 		if writers[what] == nil {
 			writers[what] = map[string]bool{}
 		}
 		writers[what][pod] = true
 		b := shard.BucketOf(uid)
 		if h := holderAt(b, e.RequestReceivedTimestamp.Time); h != pod {
-			res.Stale = append(res.Stale, fmt.Sprintf("%s %s by %s at %s, bucket %d held by %q", e.Verb, what, pod,
-				e.RequestReceivedTimestamp.Format("15:04:05.000000"), b, h))
+			res.Stale = append(res.Stale, fmt.Sprintf("%s %s by %s at %s, bucket %d held by %q%s", e.Verb, what, pod,
+				e.RequestReceivedTimestamp.Format("15:04:05.000000"), b, h, answer))
 		}
 	}
 	for _, w := range writers {
@@ -203,6 +214,20 @@ func fenced(r *auditv1.ObjectReference) bool {
 }
 
 func admitted(e auditv1.Event) bool { return e.ResponseStatus != nil && e.ResponseStatus.Code < 300 }
+
+// possiblyApplied: answered with a server error, or with no status at all.
+// A request that timed out (504) or failed after storage (500) may have
+// been written; a 4xx answer (refused, conflict, invalid) was not.
+func possiblyApplied(e auditv1.Event) bool {
+	return e.ResponseStatus == nil || e.ResponseStatus.Code >= 500
+}
+
+func answerOf(e auditv1.Event) string {
+	if e.ResponseStatus == nil {
+		return "nothing"
+	}
+	return fmt.Sprint(e.ResponseStatus.Code)
+}
 
 func podOf(e auditv1.Event) string {
 	if v := e.User.Extra[podNameExtra]; len(v) > 0 {
