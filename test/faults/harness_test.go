@@ -269,6 +269,9 @@ func (h *harness) trial(n int, f fault, want []string) result {
 			break
 		}
 	}
+	// A kill after the step's last write may still be on its way: the
+	// final state is the fresh manager's after it.
+	h.proxy.AwaitKill()
 	r := result{writes: h.proxy.Writes(), staleAt: staleAt}
 	// The final state: settled, then compared with the fault-free one.
 	r.snapshot, r.diff = s.settle(want, settleFor)

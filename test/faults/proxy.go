@@ -164,6 +164,21 @@ func (p *Proxy) KillAfter(match func(Write) bool, kill func()) {
 	p.killMatch, p.onKill = match, kill
 }
 
+// AwaitKill returns once no kill is in flight: when a write that the armed
+// match accepted has been sent on, it waits until the proxy has called the
+// kill after it. The write lands before the kill, so a trial whose last
+// step converged on that write could otherwise settle and disarm first:
+// its crash point then never fired (make test saw it under load, for the
+// scenario's last write).
+func (p *Proxy) AwaitKill() {
+	p.mu.Lock()
+	done := p.killing
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
 // Perturb sets how watch streams opened from now on are perturbed.
 func (p *Proxy) Perturb(pt Perturbation) {
 	p.mu.Lock()
@@ -301,9 +316,13 @@ func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) 
 	p.writes = append(p.writes, wr)
 	kill := p.killMatch != nil && p.killMatch(wr)
 	var done chan struct{}
+	var onKill func()
 	if kill {
+		// The kill is decided here, with the write: a trial that disarms
+		// while the write is in flight waits for it (AwaitKill) rather
+		// than leave the landed write without its crash.
 		done = make(chan struct{})
-		p.killing = done
+		p.killing, onKill = done, p.onKill
 	}
 	p.mu.Unlock()
 	resp, err := p.forward(r, r.URL.RawQuery, body)
@@ -330,7 +349,6 @@ func (p *Proxy) serveWrite(w http.ResponseWriter, r *http.Request, body []byte) 
 		panic(http.ErrAbortHandler)
 	}
 	p.writes[idx-1].Code = code
-	onKill := p.onKill
 	p.mu.Unlock()
 	if kill {
 		// The write landed; the manager dies before it hears so.
