@@ -35,14 +35,15 @@ const probeNS = "bench-probes"
 
 // Audit is what shardaudit found in a run's audit log: the writes of the
 // replicas to Drinks' status and ConfigMaps it checked, admitted or
-// possibly applied (Uncertain: answered with a server error or none), the
+// possibly applied (Uncertain: answered with a server error or none, and
+// MaybeStale: of those, the ones from a replica without the bucket), the
 // objects written by more than one replica (across handovers, expected),
 // the writes from a replica that did not hold the Drink's bucket when the
 // request arrived (double writes: want 0) with the first few described,
 // and the writes the API server refused.
 type Audit struct {
 	Written, ByTwo, Stale int
-	Uncertain             int      `json:",omitempty"`
+	Uncertain, MaybeStale int      `json:",omitempty"`
 	StaleFirst            []string `json:",omitempty"`
 	Refused               int
 }
@@ -51,6 +52,7 @@ func (a *Audit) add(r shardaudit.Result) {
 	a.Written += r.Written
 	a.ByTwo += r.ByTwo
 	a.Uncertain += r.Uncertain
+	a.MaybeStale += len(r.MaybeStale)
 	a.Stale += len(r.Stale)
 	for _, s := range r.Stale {
 		if len(a.StaleFirst) < 5 {

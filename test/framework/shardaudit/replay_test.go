@@ -67,8 +67,9 @@ func TestReplay(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		events []auditv1.Event
-		// stale: substrings, one per Stale entry, in order.
-		stale                     []string
+		// stale, maybe: substrings, one per Stale and MaybeStale entry,
+		// in order.
+		stale, maybe              []string
 		written, byTwo, uncertain int
 		refused                   map[string]int
 	}{
@@ -105,13 +106,13 @@ func TestReplay(t *testing.T) {
 			name:    "a stale write answered 504 (timed out): possibly applied, reported",
 			events:  []auditv1.Event{lease("a", 0), lease("a", 5), lease("b", 6), status(7, 67, 504)},
 			written: 1, uncertain: 1,
-			stale: []string{`by a at 12:00:07.000000, bucket ` + bucketOf() + ` held by "b", answered 504 (possibly applied)`},
+			maybe: []string{`by a at 12:00:07.000000, bucket ` + bucketOf() + ` held by "b", answered 504 (possibly applied)`},
 		},
 		{
 			name:    "a stale write answered with nothing: possibly applied, reported",
 			events:  []auditv1.Event{lease("a", 0), lease("a", 5), configMap("a", "mocha", 7, 7.1, 0)},
 			written: 1, uncertain: 1,
-			stale: []string{`held by "", answered nothing (possibly applied)`},
+			maybe: []string{`held by "", answered nothing (possibly applied)`},
 		},
 		{
 			name:    "the holder's write answered 500: possibly applied, not stale",
@@ -149,6 +150,14 @@ func TestReplay(t *testing.T) {
 			for i, want := range tc.stale {
 				if !strings.Contains(res.Stale[i], want) {
 					t.Errorf("stale write %d: %q, want it to contain %q", i, res.Stale[i], want)
+				}
+			}
+			if len(res.MaybeStale) != len(tc.maybe) {
+				t.Fatalf("possibly applied stale writes %q, want %d matching %q", res.MaybeStale, len(tc.maybe), tc.maybe)
+			}
+			for i, want := range tc.maybe {
+				if !strings.Contains(res.MaybeStale[i], want) {
+					t.Errorf("possibly applied stale write %d: %q, want it to contain %q", i, res.MaybeStale[i], want)
 				}
 			}
 			for pod, n := range tc.refused {
