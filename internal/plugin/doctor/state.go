@@ -323,18 +323,17 @@ func webhook(name string, cc admissionregistrationv1.WebhookClientConfig) Webhoo
 // ConfigMaps read.
 func (s *State) readDeleting(ctx context.Context, c client.Reader) error {
 	s.Deleting = map[string]bool{}
-	seen := map[string]bool{}
 	check := func(name string) error {
-		if seen[name] {
+		if _, read := s.Deleting[name]; read {
 			return nil
 		}
-		seen[name] = true
 		ns := &corev1.Namespace{}
 		err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
 		switch {
 		case apierrors.IsNotFound(err):
 			s.Deleting[name] = true // gone while read: its objects go too
 		case apierrors.IsForbidden(err):
+			s.Deleting[name] = false
 		case err != nil:
 			return fmt.Errorf("reading namespace %s: %w", name, err)
 		default:
