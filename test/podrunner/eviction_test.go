@@ -62,19 +62,25 @@ func TestEvictionTerminatesAsAKubelet(t *testing.T) {
 	}()
 	defer func() { cancel(); <-runDone }()
 
+	// Only the order and the lower bounds are asserted: a loaded machine
+	// makes podman and the API server late, never early, so an upper bound
+	// on these times would test the machine. How each container ended (by
+	// itself after SIGTERM, or by the grace period's SIGKILL) says the
+	// rest.
 	for _, tc := range []struct {
 		name           string
 		preStop, grace int64
 		args           []string
-		// when SIGTERM may come and the container may have exited, after
-		// the eviction (the runner polls every 0.5 s; podman takes a moment)
-		termFrom, termTo time.Duration
-		exitFrom, exitTo time.Duration
+		// SIGTERM comes no sooner than the preStop sleep after the
+		// eviction; the container exits no sooner than exitFrom, and
+		// podman run's error says how it ended.
+		termFrom, exitFrom time.Duration
+		wantExit           string
 	}{
 		{name: "stops-on-sigterm", preStop: 2, grace: 10, args: []string{"-term-takes=1s"},
-			termFrom: 2 * time.Second, termTo: 3500 * time.Millisecond, exitFrom: 3 * time.Second, exitTo: 5 * time.Second},
+			termFrom: 2 * time.Second, exitFrom: 3 * time.Second, wantExit: "exit <nil>"},
 		{name: "ignores-sigterm", preStop: 1, grace: 4, args: []string{"-ignore-term"},
-			termFrom: 1 * time.Second, termTo: 2500 * time.Millisecond, exitFrom: 4 * time.Second, exitTo: 6500 * time.Millisecond},
+			termFrom: 1 * time.Second, exitFrom: 4 * time.Second, wantExit: "exit exit status 137"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{
@@ -146,20 +152,20 @@ func TestEvictionTerminatesAsAKubelet(t *testing.T) {
 			since := func(at time.Time) time.Duration { return at.Sub(evicted).Round(10 * time.Millisecond) }
 			t.Logf("evicted; terminating seen +%s; SIGTERM +%s (preStop %ds); exited +%s (grace %ds); pod removed +%s",
 				since(terminating), since(term), tc.preStop, since(exited), tc.grace, since(removed))
-			if d := term.Sub(evicted); d < tc.termFrom || d > tc.termTo {
-				t.Errorf("SIGTERM %s after the eviction, want between %s and %s (after the preStop sleep)", d, tc.termFrom, tc.termTo)
+			if d := term.Sub(evicted); d < tc.termFrom {
+				t.Errorf("SIGTERM %s after the eviction, want no sooner than %s (after the preStop sleep)", d, tc.termFrom)
 			}
-			if d := exited.Sub(evicted); d < tc.exitFrom || d > tc.exitTo {
-				t.Errorf("the container exited %s after the eviction, want between %s and %s", d, tc.exitFrom, tc.exitTo)
+			if d := exited.Sub(evicted); d < tc.exitFrom {
+				t.Errorf("the container exited %s after the eviction, want no sooner than %s", d, tc.exitFrom)
+			}
+			if _, ok := logTime(log, "=== pod runner: ", " "+tc.wantExit); !ok {
+				t.Errorf("the container did not end with %q:\n%s", tc.wantExit, readFile(log))
 			}
 			if terminating.IsZero() || !terminating.Before(term) {
 				t.Errorf("the pod was not seen terminating before SIGTERM (terminating at +%s)", since(terminating))
 			}
 			if removed.Before(exited) {
 				t.Errorf("the pod was removed at +%s, before its container exited at +%s", since(removed), since(exited))
-			}
-			if d := removed.Sub(exited); d > 3*time.Second {
-				t.Errorf("the pod was removed %s after its container exited, want within 3s", d)
 			}
 		})
 	}
