@@ -108,8 +108,19 @@ launch() {
   running=$((running + 1))
   echo "ci: [$(now) s] start $name (make ${args[$name]}; niceness ${niceness[$name]})"
   # shellcheck disable=SC2086 # args is a word list.
-  ( exec nice -n "${niceness[$name]}" $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1 ) &
+  # times' second line is the CPU (user, system) of the step's processes
+  # that make waited for: the compilers, linkers, go test and the test
+  # binaries, not daemons a step leaves to others (API servers that
+  # outlive their parent, podman's conmon).
+  ( nice -n "${niceness[$name]}" $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1
+    rc=$?; times | sed -n 2p >"$logs/$name.cpu"; exit $rc ) &
   pid_of[$!]=$name
+}
+
+# cpu_of NAME: the step's user and system CPU seconds, from times' "XmY.YYYs
+# XmY.YYYs" in bin/ci/NAME.cpu.
+cpu_of() {
+  awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t }' "$logs/$1.cpu" 2>/dev/null || echo "?"
 }
 
 report() {
@@ -118,8 +129,8 @@ report() {
   echo "ci: time per step (total $(now) s; CPU busy $(( 100 * (read_busy - busy0) / (read_busy - busy0 + read_idle - idle0 + 1) )) % of the cores; logs in $logs/):"
   for name in "${order[@]}"; do
     case ${state[$name]} in
-      passed) printf '  %-22s %5s s  (started at %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" ;;
-      failed) printf '  %-22s FAILED after %s s  (started at %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" ;;
+      passed) printf '  %-22s %5s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
+      failed) printf '  %-22s FAILED after %s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
       *) printf '  %-22s not run\n' "$name:" ;;
     esac
   done
