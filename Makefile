@@ -21,20 +21,24 @@ KUBE_OLDEST_VERSION ?= v1.33.13
 # envtest suites on each.
 KUBE_MATRIX_VERSIONS ?= v1.33.13 v1.34.12 v1.35.8 v1.36.5 v1.37.2
 KWOK_VERSION ?= v0.8.0
-CONTROLLER_GEN_VERSION ?= v0.23.0
-CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
+# The tools built in the tools' module (hack/tools/go.mod, as tool
+# directives) take their versions from it (make/tools.mk says why):
+# tools_version MODULE is the version that go.mod requires.
+tools_version = $(shell awk '$$1 == "$(1)" {print $$2}' hack/tools/go.mod)
+CONTROLLER_GEN_VERSION := $(call tools_version,sigs.k8s.io/controller-tools)
+CYCLONEDX_GOMOD_VERSION := $(call tools_version,github.com/CycloneDX/cyclonedx-gomod)
 # deadcode (golang.org/x/tools) finds shipped code that no binary reaches.
-DEADCODE_VERSION ?= v0.52.0
+DEADCODE_VERSION := $(call tools_version,golang.org/x/tools)
 # Helm, built from helm.sh/helm/v4, for the chart's tests and make dist.
-HELM_VERSION ?= v4.3.1
+HELM_VERSION := $(call tools_version,helm.sh/helm/v4)
 # cert-manager's version is the one the tools' module (hack/tools/go.mod)
 # requires, for the launcher hack/tools/certmanager; it names its folder.
-CERT_MANAGER_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' hack/tools/go.mod)
+CERT_MANAGER_VERSION := $(call tools_version,github.com/cert-manager/cert-manager)
 # promtool's version is that of the Prometheus module hack/tools/go.mod
 # requires (v0.316.0 is Prometheus 3.16.0); it names the binary.
-PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/go.mod)
+PROMTOOL_VERSION := $(call tools_version,github.com/prometheus/prometheus)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -67,8 +71,13 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # vet and lint of it hits the build cache: with the tests on cgo and
 # absolute paths, the same dependencies were compiled twice on a fresh
 # machine. Recipes that set GOFLAGS themselves add to it ("$$GOFLAGS ...").
+# go test's own vet is off (-vet=off; other go commands ignore the flag):
+# make lint runs govet with every analyzer of go vet's default set, a
+# superset of go test's, on the same packages, test files and e2e tag
+# included, while go test's vet type-checked again every dependency of
+# every test package (1,267 of them) from source on a fresh machine.
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath -vet=off,$(GOFLAGS)) -trimpath -vet=off)
 
 ##@ General
 

@@ -108,19 +108,19 @@ launch() {
   running=$((running + 1))
   echo "ci: [$(now) s] start $name (make ${args[$name]}; niceness ${niceness[$name]})"
   # shellcheck disable=SC2086 # args is a word list.
-  # times' second line is the CPU (user, system) of the step's processes
+  # time writes the CPU seconds (user, system) of the step's processes
   # that make waited for: the compilers, linkers, go test and the test
   # binaries, not daemons a step leaves to others (API servers that
-  # outlive their parent, podman's conmon).
-  ( nice -n "${niceness[$name]}" $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1
-    rc=$?; times | sed -n 2p >"$logs/$name.cpu"; exit $rc ) &
+  # outlive their parent, podman's conmon). (times, in this background
+  # subshell, said 0.)
+  ( TIMEFORMAT='%U %S'
+    { time nice -n "${niceness[$name]}" $make --no-print-directory ${args[$name]} >"$logs/$name.log" 2>&1; } 2>"$logs/$name.cpu" ) &
   pid_of[$!]=$name
 }
 
-# cpu_of NAME: the step's user and system CPU seconds, from times' "XmY.YYYs
-# XmY.YYYs" in bin/ci/NAME.cpu.
+# cpu_of NAME: the step's user and system CPU seconds, from bin/ci/NAME.cpu.
 cpu_of() {
-  awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t }' "$logs/$1.cpu" 2>/dev/null || echo "?"
+  awk '{ printf "%d", $1 + $2 }' "$logs/$1.cpu" 2>/dev/null || echo "?"
 }
 
 report() {

@@ -9,17 +9,31 @@
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(KUBE_SCORE) $(CERT_MANAGER)
 
-$(CONTROLLER_GEN):
-	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/"
-	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/.tmp/controller-gen $@
+# Most tools are built in the tools' module (hack/tools/go.mod names each
+# in a tool directive), not with go install of each tool's own module:
+# there their dependencies resolve to one version each, so that
+# client-go, the Kubernetes APIs, gRPC and the rest are compiled once for
+# helm, controller-gen, promtool, cert-manager's launcher, the OLM
+# validators and the registry, where each tool's own go.mod compiled its
+# own copy on a fresh machine. Two stay apart: golangci-lint, whose
+# analyzers are pinned to its own golang.org/x/tools, and kube-score,
+# which needs API versions that k8s.io/api no longer has
+# (autoscaling/v2beta1). tools-build PKG [LDFLAGS] builds PKG of the
+# tools' module into $@.
+define tools-build
+cd hack/tools && go build -trimpath -ldflags "-s -w $(2)" -o $@.tmp $(1)
+mv $@.tmp $@
+endef
+
+$(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
+	@echo "building controller-gen $(CONTROLLER_GEN_VERSION) into bin/"
+	$(call tools-build,sigs.k8s.io/controller-tools/cmd/controller-gen)
 
 .PHONY: cyclonedx-gomod
 cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/, for the release's SBOMs (make dist, make test's release tests).
-$(CYCLONEDX_GOMOD):
-	@echo "installing cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) into bin/ (about 30 s when cold)"
-	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
-	mv $(BIN)/.tmp/cyclonedx-gomod $@
+$(CYCLONEDX_GOMOD): hack/tools/go.mod hack/tools/go.sum
+	@echo "building cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) into bin/"
+	$(call tools-build,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (about 2 minutes when cold)"
@@ -37,16 +51,14 @@ $(PROMTOOL): hack/tools/go.mod hack/tools/go.sum
 	mv $@.tmp $@
 
 .PHONY: helm
-helm: $(HELM) ## Build helm from its Go module (helm.sh/helm/v4 at HELM_VERSION) into bin/helm-<version>, for the chart's tests and make dist.
-$(HELM):
-	@echo "building helm $(HELM_VERSION) into bin/ (about 2.5 minutes when cold)"
-	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
-	mv $(BIN)/.tmp/helm $@
+helm: $(HELM) ## Build helm from its Go module (helm.sh/helm/v4, pinned in hack/tools) into bin/helm-<version>, for the chart's tests and make dist.
+$(HELM): hack/tools/go.mod hack/tools/go.sum
+	@echo "building helm $(HELM_VERSION) into bin/"
+	$(call tools-build,helm.sh/helm/v4/cmd/helm,-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION))
 
-$(DEADCODE):
-	@echo "installing deadcode $(DEADCODE_VERSION) into bin/"
-	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
-	mv $(BIN)/.tmp/deadcode $@
+$(DEADCODE): hack/tools/go.mod hack/tools/go.sum
+	@echo "building deadcode $(DEADCODE_VERSION) into bin/"
+	$(call tools-build,golang.org/x/tools/cmd/deadcode)
 
 $(KUBE_SCORE):
 	@echo "installing kube-score $(KUBE_SCORE_VERSION) into bin/ (about 1.5 minutes when cold)"

@@ -13,7 +13,14 @@
 //   - Prometheus's promtool, pinned by the tool directive in go.mod and
 //     built by make promtool with the build tag remove_all_sd (its plugins
 //     package then links no service-discovery SDK, which check rules and
-//     test rules never use) into bin/promtool-<version>, for test/alerts.
+//     test rules never use) into bin/promtool-<version>, for test/alerts;
+//   - helm, controller-gen, cyclonedx-gomod and deadcode, each pinned by a
+//     tool directive too and built by make/tools.mk into
+//     bin/<tool>-<version>. Built with go install of their own modules,
+//     each compiled its own copy of client-go and the Kubernetes APIs on
+//     a fresh machine. golangci-lint and kube-score stay with go install:
+//     golangci-lint's analyzers are pinned to its own golang.org/x/tools,
+//     and kube-score needs API versions that k8s.io/api no longer has.
 //
 // The other go.mod files each pin another release of modules that one
 // module could hold only once (minimal version selection keeps the
