@@ -20,7 +20,8 @@ KUBE_OLDEST_VERSION ?= v1.33.13
 # hack/k8s module pins (hack/build-k8s.sh); make test-k8s-matrix runs the
 # envtest suites on each.
 KUBE_MATRIX_VERSIONS ?= v1.33.13 v1.34.12 v1.35.8 v1.36.5 v1.37.2
-KWOK_VERSION ?= v0.8.0
+# kwok's version is the one hack/k8s/kube/go.mod pins, a tool directive
+# there: hack/build-k8s.sh builds it with the control plane's libraries.
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUBE_SCORE_VERSION ?= v1.20.0
 # The tools built in the tools' module (hack/tools/go.mod, as tool

@@ -12,7 +12,6 @@
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
-KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 out=${1:?usage: build-k8s.sh OUT_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -54,13 +53,19 @@ esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-# The control plane's binaries come from one module: one go build of the
-# missing ones compiles their shared packages once and links them side by
-# side, where one build after another left a core idle through each link.
-# etcd and kwok, modules of their own, build at the same time, in the
-# background; each failure is reported by name.
+# The control plane's binaries and kwok come from one module (kwok and
+# kwokctl are tool directives of hack/k8s/kube, at the Kubernetes
+# libraries it pins): one go build of the missing ones compiles their
+# shared packages once and links them side by side, where one build after
+# another left a core idle through each link. Built with go install of its
+# own module, kwok compiled its own copy of client-go, the API server
+# libraries and the APIs (Kubernetes 0.36), about as long as etcd on a
+# fresh machine. etcd, a module of its own, builds at the same time, in
+# the background; each failure is reported by name.
+declare -A pkg_of=([kube-apiserver]=./cmd/kube-apiserver [kube-controller-manager]=./cmd/kube-controller-manager
+  [kube-scheduler]=./cmd/kube-scheduler [kwok]=sigs.k8s.io/kwok/cmd/kwok [kwokctl]=sigs.k8s.io/kwok/cmd/kwokctl)
 kube_cmds=kube-apiserver
-[ "$full" = true ] && kube_cmds="kube-apiserver kube-controller-manager kube-scheduler"
+[ "$full" = true ] && kube_cmds="kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl"
 missing=()
 for name in $kube_cmds; do
   if [ -x "$out/$name" ]; then step "$name: present"; else missing+=("$name"); fi
@@ -68,28 +73,19 @@ done
 
 pids=()
 ( build etcd "$etcd_mod" . ) & pids+=($!)
-if [ "$full" = true ]; then
-  ( for name in kwokctl kwok; do
-      if [ -x "$out/$name" ]; then step "$name: present"; continue; fi
-      step "$name: building sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}..."
-      GOBIN="$out/.kwok.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@${KWOK_VERSION}" \
-        || fail "$name did not build; see the go output above"
-      mv "$out/.kwok.tmp/$name" "$out/$name"
-      step "$name: done"
-    done ) & pids+=($!)
-fi
 if [ ${#missing[@]} -gt 0 ]; then
   step "${missing[*]}: building (module $kube_mod)..."
   tmp="$out/.kube.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  ( cd "$root/$kube_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" $(printf './cmd/%s ' "${missing[@]}") ) \
+  pkgs=()
+  for name in "${missing[@]}"; do pkgs+=("${pkg_of[$name]}"); done
+  ( cd "$root/$kube_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" ) \
     || fail "${missing[*]} did not build; see the go output above (a cold build needs the Go module proxy)"
   for name in "${missing[@]}"; do mv "$tmp/$name" "$out/$name"; done
   rm -rf "$tmp"
   step "${missing[*]}: done"
 fi
 for pid in "${pids[@]}"; do wait "$pid" || fail "see above"; done
-rm -rf "$out/.kwok.tmp"
 
 "$out/kube-apiserver" --version >/dev/null || fail "kube-apiserver does not run"
 step "all binaries ready in $out ($("$out/kube-apiserver" --version))"

@@ -14,7 +14,7 @@ $(CERT_MANAGER): hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok into bin/k8s/<version> (only what is missing).
-	KUBE_VERSION=$(KUBE_VERSION) KWOK_VERSION=$(KWOK_VERSION) hack/build-k8s.sh $(K8S_BIN)
+	KUBE_VERSION=$(KUBE_VERSION) hack/build-k8s.sh $(K8S_BIN)
 
 .PHONY: node-binaries
 node-binaries: ## Build a real node (not in make ci): kubelet, kube-proxy, containerd, ctr, CNI plugins, pause image into bin/node/<version> (docs/REAL-NODE.md).
