@@ -15,8 +15,8 @@
 #
 # What makes running side by side safe:
 #   - prep installs the Debian packages and downloads the modules once
-#     (dpkg takes one lock), and tools builds every tool into bin/ before
-#     a step that uses one starts;
+#     (dpkg takes one lock), and tools-module and tools build every tool
+#     into bin/ before a step that uses one starts;
 #   - verify-generated, the only part of make verify that writes, runs
 #     before any step that reads what it writes: it makes every generated
 #     file again and fails on drift. The steps after it get REGENERATE=no,
@@ -47,34 +47,34 @@ after="REGENERATE=no -o build"
 # the order in which ready steps start: the longest chain first (the
 # Kubernetes binaries, then the e2e suites and the install ways), the
 # envtest suites next. On a fresh machine the builds before the suites
-# take the cores for about a quarter of an hour. At niceness 10 run the
-# checks no suite waits for (lint, the rest of verify, kube-score) and
-# what the chains with time to spare wait for (the linters' builds, the
-# images, the release files), so that the Kubernetes binaries and what the
-# suites need get the cores first: make test needs helm, promtool and
-# cyclonedx-gomod (test-tools) but none of the linters, whose builds held
-# it back 11 minutes on a fresh machine. The suites themselves run at 0:
-# their API servers and managers must not starve.
+# take the cores for about half an hour: the Kubernetes binaries (with
+# kwok, one go build) beside the tools' module (every tool the suites and
+# make verify-generated use, one go build: make/tools.mk says why), then
+# the operator's own packages (verify-generated's generators, build). At
+# niceness 10 run the checks no suite waits for (lint, the rest of
+# verify, kube-score) and what the chains with time to spare wait for
+# (the linters' builds, the images, the release files), so that what the
+# suites need gets the cores first. The suites themselves run at 0: their
+# API servers and managers must not starve.
 steps=(
   "prep||0|ci-prep"
   "k8s-binaries||0|k8s-binaries"
-  "verify-generated|prep|0|verify-generated"
-  "e2e-tools|verify-generated|0|cert-manager helm -j2"
+  "tools-module|prep|0|tools-module"
+  "verify-generated|tools-module|0|verify-generated"
   "build|verify-generated|0|build REGENERATE=no"
-  "test-tools|verify-generated|0|promtool cyclonedx-gomod -j2"
-  "tools|e2e-tools test-tools|10|tools -j2"
-  "test-e2e|build k8s-binaries e2e-tools|0|test-e2e $after"
-  "test|k8s-binaries e2e-tools test-tools|0|test $after NETNS=$netns_b"
-  "verify|tools|10|verify $after -o verify-generated"
-  "lint|tools|10|lint $after"
-  "kube-score|tools|10|kube-score $after"
+  "tools|tools-module|10|tools -j2"
+  "test-e2e|build k8s-binaries|0|test-e2e $after"
+  "test|k8s-binaries verify-generated|0|test $after NETNS=$netns_b"
+  "verify|tools verify-generated|10|verify $after -o verify-generated"
+  "lint|tools verify-generated|10|lint $after"
+  "kube-score|tools verify-generated|10|kube-score $after"
   "test-image|build|10|test-image $after BUILD_DIR=bin/ci-image"
-  "test-dist|test-image e2e-tools test-tools|10|test-dist $after"
+  "test-dist|test-image|10|test-dist $after"
   "test-make-run|test|0|test-make-run $after NETNS=$netns_b"
   "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
   "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"
   "test-demo|test-pod-security|0|test-demo $after NETNS=$netns_b"
-  "test-e2e-install-ways|test-dist k8s-binaries e2e-tools|0|test-e2e-install-ways $after"
+  "test-e2e-install-ways|test-dist k8s-binaries|0|test-e2e-install-ways $after"
 )
 
 declare -A need niceness args state started took pid_of

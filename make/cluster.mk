@@ -4,13 +4,7 @@
 ##@ Kubernetes binaries and local cluster
 
 .PHONY: cert-manager
-cert-manager: $(CERT_MANAGER) ## Build the launcher of cert-manager's own issuing controllers and cainjector (hack/tools/certmanager, in the tools module) into bin/cert-manager-<version>/.
-# Built with the flags every target shares (the Makefile's GOFLAGS and
-# CGO_ENABLED), as make lint compiles the same module: the build reuses
-# lint's compiled packages (other flags compiled them all again: 133 s on a
-# fresh machine).
-$(CERT_MANAGER): hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
-	cd hack/tools/certmanager && go build -o $@ .
+cert-manager: $(CERT_MANAGER) ## Build the launcher of cert-manager's own issuing controllers and cainjector (hack/tools/certmanager, with the tools' module: make tools-module) into bin/cert-manager-<version>/.
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok into bin/k8s/<version> (only what is missing).

@@ -13,52 +13,51 @@ tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM)
 # in a tool directive), not with go install of each tool's own module:
 # there their dependencies resolve to one version each, so that
 # client-go, the Kubernetes APIs, gRPC and the rest are compiled once for
-# helm, controller-gen, promtool, cert-manager's launcher, the OLM
-# validators and the registry, where each tool's own go.mod compiled its
-# own copy on a fresh machine. Two stay apart: golangci-lint, whose
-# analyzers are pinned to its own golang.org/x/tools, and kube-score,
-# which needs API versions that k8s.io/api no longer has
-# (autoscaling/v2beta1). tools-build PKG [LDFLAGS] builds PKG of the
-# tools' module into $@.
-define tools-build
-cd hack/tools && go build -trimpath -ldflags "-s -w $(2)" -o $@.tmp $(1)
-mv $@.tmp $@
-endef
+# helm, controller-gen, promtool, cert-manager's launcher, cyclonedx-gomod
+# and deadcode, where each tool's own go.mod compiled its own copy on a
+# fresh machine. They are built together, by one go build (make
+# tools-module): builds of one module side by side each compile the
+# packages they share, as nothing tells one go command what another is
+# compiling. Two tools stay apart: golangci-lint, whose analyzers are
+# pinned to its own golang.org/x/tools, and kube-score, which needs API
+# versions that k8s.io/api no longer has (autoscaling/v2beta1).
+#
+# promtool's tag remove_all_sd: Prometheus's plugins package then links
+# no service-discovery SDK (AWS, Azure, GCE, Kubernetes...), which check
+# rules and test rules never use (a cold build took 2m03s instead of
+# 3m40s); no other tool has a file it selects. The -X flags set each
+# tool's version where it reads one.
+TOOLS_MODULE_PKGS := sigs.k8s.io/controller-tools/cmd/controller-gen github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod \
+	github.com/prometheus/prometheus/cmd/promtool helm.sh/helm/v4/cmd/helm golang.org/x/tools/cmd/deadcode ./certmanager
+TOOLS_MODULE_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%) -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)
 
-$(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
-	@echo "building controller-gen $(CONTROLLER_GEN_VERSION) into bin/"
-	$(call tools-build,sigs.k8s.io/controller-tools/cmd/controller-gen)
+.PHONY: tools-module
+tools-module: $(CONTROLLER_GEN) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, cert-manager's launcher, with one go build.
+$(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
+	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
+	rm -rf $(BIN)/.tools-module && mkdir -p $(BIN)/.tools-module $(dir $(CERT_MANAGER))
+	cd hack/tools && go build -trimpath -tags remove_all_sd -ldflags "$(TOOLS_MODULE_LDFLAGS)" -o $(BIN)/.tools-module/ $(TOOLS_MODULE_PKGS)
+	mv $(BIN)/.tools-module/controller-gen $(CONTROLLER_GEN)
+	mv $(BIN)/.tools-module/cyclonedx-gomod $(CYCLONEDX_GOMOD)
+	mv $(BIN)/.tools-module/promtool $(PROMTOOL)
+	mv $(BIN)/.tools-module/helm $(HELM)
+	mv $(BIN)/.tools-module/deadcode $(DEADCODE)
+	mv $(BIN)/.tools-module/certmanager $(CERT_MANAGER)
+	rm -rf $(BIN)/.tools-module
 
 .PHONY: cyclonedx-gomod
-cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/, for the release's SBOMs (make dist, make test's release tests).
-$(CYCLONEDX_GOMOD): hack/tools/go.mod hack/tools/go.sum
-	@echo "building cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) into bin/"
-	$(call tools-build,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
+cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/ (with the tools' module: make tools-module), for the release's SBOMs.
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build Prometheus's promtool (with the tools' module: make tools-module) into bin/promtool-<version>, for make test's alert tests.
+
+.PHONY: helm
+helm: $(HELM) ## Build helm from helm.sh/helm/v4, pinned in hack/tools (with the tools' module: make tools-module), into bin/helm-<version>.
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (about 2 minutes when cold)"
 	GOBIN=$(BIN)/.tmp CGO_ENABLED=0 go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/.tmp/golangci-lint $@
-
-.PHONY: promtool
-promtool: $(PROMTOOL) ## Build Prometheus's promtool from its Go module (hack/tools pins it) into bin/promtool-<version>, for make test's alert tests.
-# remove_all_sd: Prometheus's plugins package links no service-discovery SDK
-# (AWS, Azure, GCE, Kubernetes...), which check rules and test rules never
-# use: a cold build (empty build cache) took 2m03s instead of 3m40s.
-$(PROMTOOL): hack/tools/go.mod hack/tools/go.sum
-	@echo "building promtool $(PROMTOOL_VERSION) into bin/ (about 2 minutes when cold)"
-	cd hack/tools && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%)" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool
-	mv $@.tmp $@
-
-.PHONY: helm
-helm: $(HELM) ## Build helm from its Go module (helm.sh/helm/v4, pinned in hack/tools) into bin/helm-<version>, for the chart's tests and make dist.
-$(HELM): hack/tools/go.mod hack/tools/go.sum
-	@echo "building helm $(HELM_VERSION) into bin/"
-	$(call tools-build,helm.sh/helm/v4/cmd/helm,-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION))
-
-$(DEADCODE): hack/tools/go.mod hack/tools/go.sum
-	@echo "building deadcode $(DEADCODE_VERSION) into bin/"
-	$(call tools-build,golang.org/x/tools/cmd/deadcode)
 
 $(KUBE_SCORE):
 	@echo "installing kube-score $(KUBE_SCORE_VERSION) into bin/ (about 1.5 minutes when cold)"
