@@ -15,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -174,7 +177,7 @@ func disruptUnderLoad(ctx context.Context, t *testing.T, what, ns string, disrup
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := watchLeaseRecords(ctx, t)
+	lw := watchLeaseRecords(ctx, t, lease)
 	deletedAt := watchDeletion(ctx, t, leader)
 	load := startLoad(ctx, t, ns)
 	time.Sleep(3 * time.Second) // the load runs against the replicas that go first
@@ -253,22 +256,19 @@ type leaseRecords struct {
 	records []leaseRecord
 }
 
-func watchLeaseRecords(ctx context.Context, t *testing.T) *leaseRecords {
+func watchLeaseRecords(ctx context.Context, t *testing.T, from *coordinationv1.Lease) *leaseRecords {
 	t.Helper()
-	w, err := cs.CoordinationV1().Leases(operatorNS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + leaseName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lr := &leaseRecords{}
+	w := retryWatch(ctx, t, from.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = "metadata.name=" + leaseName
+		return cs.CoordinationV1().Leases(operatorNS).Watch(ctx, opts)
+	})
+	lr := &leaseRecords{records: []leaseRecord{{seen: time.Now(), holder: ptr.Deref(from.Spec.HolderIdentity, "")}}}
 	lr.stop = follow(ctx, w, func(ev watch.Event) {
 		l, isLease := ev.Object.(*coordinationv1.Lease)
 		if !isLease || ev.Type == watch.Deleted {
 			return
 		}
-		h := ""
-		if l.Spec.HolderIdentity != nil {
-			h = *l.Spec.HolderIdentity
-		}
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
 		lr.mu.Lock()
 		defer lr.mu.Unlock()
 		if n := len(lr.records); n == 0 || lr.records[n-1].holder != h {
@@ -276,6 +276,19 @@ func watchLeaseRecords(ctx context.Context, t *testing.T) *leaseRecords {
 		}
 	})
 	return lr
+}
+
+// retryWatch watches from resourceVersion on, and watches again from the
+// last version it saw whenever the API server ends the watch: under make
+// ci's load a watch that ended in the middle of a disruption once left
+// the old leader's deletion unseen.
+func retryWatch(ctx context.Context, t *testing.T, resourceVersion string, w cache.WatchFuncWithContext) watch.Interface {
+	t.Helper()
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{WatchFuncWithContext: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rw
 }
 
 func (lr *leaseRecords) finish() []leaseRecord {
@@ -289,13 +302,15 @@ func (lr *leaseRecords) finish() []leaseRecord {
 // that time (zero when never).
 func watchDeletion(ctx context.Context, t *testing.T, pod *corev1.Pod) (finish func() time.Time) {
 	t.Helper()
-	w, err := cs.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := retryWatch(ctx, t, pod.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = "metadata.name=" + pod.Name
+		return cs.CoreV1().Pods(pod.Namespace).Watch(ctx, opts)
+	})
 	var at time.Time // written only by follow's goroutine until stop returns
 	stop := follow(ctx, w, func(ev watch.Event) {
-		if p, isPod := ev.Object.(*corev1.Pod); isPod && p.DeletionTimestamp != nil && at.IsZero() {
+		// The deletion, or, should the watch have missed that update, the
+		// pod's removal, which comes after it.
+		if p, isPod := ev.Object.(*corev1.Pod); isPod && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) && at.IsZero() {
 			at = time.Now()
 		}
 	})
