@@ -1,7 +1,8 @@
 module github.com/example/myoperator/hack/k8s/kube
 
 // This module only builds the pinned Kubernetes control-plane binaries used by
-// the tests. It is kept apart from the operator module so that the operator's
+// the tests, and kwok (its tool directives), compiled with the same Kubernetes
+// libraries. It is kept apart from the operator module so that the operator's
 // dependency graph stays small.
 
 go 1.26.0
