@@ -13,6 +13,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -110,8 +111,11 @@ func leaderNodeDrain() features.Feature {
 				}
 				fmt.Printf("e2e: drain: kubectl drain %s returned after %s; the Drink written through v1beta1 at +%s was Ready %s later\n",
 					node, time.Since(start).Round(time.Millisecond), written.Sub(start).Round(time.Millisecond), ready.Round(time.Millisecond))
-				if ready > 15*time.Second {
-					t.Errorf("the Drink written during the drain was Ready only %s later, want within 15s", ready.Round(time.Millisecond))
+				// The fault this guards held such a Drink for about two
+				// minutes; under make ci's load a sound handover has taken
+				// 22.8 s, so the bound sits between the two.
+				if ready > 45*time.Second {
+					t.Errorf("the Drink written during the drain was Ready only %s later, want within 45s", ready.Round(time.Millisecond))
 				}
 				if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 					t.Fatal(err)
@@ -264,6 +268,10 @@ func watchLeaseRecords(ctx context.Context, t *testing.T, from *coordinationv1.L
 	})
 	lr := &leaseRecords{records: []leaseRecord{{seen: time.Now(), holder: ptr.Deref(from.Spec.HolderIdentity, "")}}}
 	lr.stop = follow(ctx, w, func(ev watch.Event) {
+		if ev.Type == watch.Error {
+			fmt.Printf("e2e: the watch of the Lease ended: %v\n", apierrors.FromObject(ev.Object))
+			return
+		}
 		l, isLease := ev.Object.(*coordinationv1.Lease)
 		if !isLease || ev.Type == watch.Deleted {
 			return
@@ -302,12 +310,28 @@ func (lr *leaseRecords) finish() []leaseRecord {
 // that time (zero when never).
 func watchDeletion(ctx context.Context, t *testing.T, pod *corev1.Pod) (finish func() time.Time) {
 	t.Helper()
-	w := retryWatch(ctx, t, pod.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		opts.FieldSelector = "metadata.name=" + pod.Name
+	// The watch starts from a list's version, not the pod's own: a pod
+	// unchanged for many minutes has a version the API server's watch
+	// cache may no longer hold, and a watch from it ends at once with
+	// "too old resource version", which no retry mends.
+	selector := "metadata.name=" + pod.Name
+	list, err := cs.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time // written only by follow's goroutine until stop returns
+	if len(list.Items) == 0 || list.Items[0].DeletionTimestamp != nil {
+		at = time.Now()
+	}
+	w := retryWatch(ctx, t, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = selector
 		return cs.CoreV1().Pods(pod.Namespace).Watch(ctx, opts)
 	})
-	var at time.Time // written only by follow's goroutine until stop returns
 	stop := follow(ctx, w, func(ev watch.Event) {
+		if ev.Type == watch.Error {
+			fmt.Printf("e2e: the watch of pod %s ended: %v\n", pod.Name, apierrors.FromObject(ev.Object))
+			return
+		}
 		// The deletion, or, should the watch have missed that update, the
 		// pod's removal, which comes after it.
 		if p, isPod := ev.Object.(*corev1.Pod); isPod && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) && at.IsZero() {

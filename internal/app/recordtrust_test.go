@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -248,15 +249,28 @@ func TestRecordWritableOnlyByOperator(t *testing.T) {
 // not, as an admin would.
 func writeRecord(t *testing.T, c client.Client, data map[string]string, labelled bool) {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: opconfig.RecordName}}
-	if err := c.Delete(context.Background(), cm); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	cm.Data = data
-	if labelled {
-		cm.Labels = map[string]string{names.ManagedByLabel: names.ManagedByValue}
-	}
-	if err := c.Create(context.Background(), cm); err != nil {
+	// Written in place when it exists: a running manager recreates a
+	// deleted record at once, so a delete and a create would race it.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: operatorNS, Name: opconfig.RecordName}, cm)
+		if apierrors.IsNotFound(err) {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: opconfig.RecordName}}
+		} else if err != nil {
+			return err
+		}
+		cm.Data, cm.BinaryData = data, nil
+		if labelled {
+			metav1.SetMetaDataLabel(&cm.ObjectMeta, names.ManagedByLabel, names.ManagedByValue)
+		} else {
+			delete(cm.Labels, names.ManagedByLabel)
+		}
+		if cm.ResourceVersion == "" {
+			return c.Create(context.Background(), cm)
+		}
+		return c.Update(context.Background(), cm)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
