@@ -74,6 +74,10 @@ kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/
 # writes: every generated file made again, failing when one changed. make
 # ci runs it first, alone, then the rest of verify beside the other steps
 # (make verify -o verify-generated).
+# FIGURE_DOCS: the hand-written documents whose marked figures make verify
+# checks against test/reliability/results (hack/reliabilitydoc/figures.go).
+FIGURE_DOCS := README.md docs/sizing.md docs/sharding.md docs/SECURITY.md docs/BENCHMARKS.md
+
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN)
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
@@ -94,6 +98,8 @@ verify: $(DEADCODE) verify-generated ## Fail on drift: regenerated code and mani
 	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
 	@go run ./hack/checkrefs
+	@# Each figure a hand-written document marks with the results figure it quotes (<!-- fig Test.figure -->) equals that test's newest saved run.
+	@go run ./hack/reliabilitydoc -figures "$(FIGURE_DOCS)"
 	@# Every mutation patch still applies to this tree (hack/mutations.sh runs them; one that no longer applies guards nothing).
 	@for p in test/mutations/*.patch; do git apply --check "$$p" 2>/dev/null || { echo "verify: $$p no longer applies to this tree: the code it mutates moved; update the patch (git apply --check $$p says where)"; exit 1; }; done
 	@# Every command block of the README and docs/{install,demo,plugin}.md is run by a test that reads it from there, or marked not run with the reason.

@@ -7,6 +7,10 @@
 //
 // A template that reads a test with no results file fails the rendering and
 // names the test, so a row cannot quote a run nobody saved.
+//
+// With -figures it checks hand-written documents instead: each figure
+// marked with the results figure it quotes (figures.go) must equal the
+// newest run's. make verify runs that on the documents that quote results.
 package main
 
 import (
@@ -27,7 +31,15 @@ func main() {
 	tmpl := flag.String("template", "test/reliability/RELIABILITY.md.tmpl", "the document's template")
 	results := flag.String("results", "test/reliability/results", "the folder of results files")
 	out := flag.String("out", "docs/RELIABILITY.md", "the document to write")
+	figures := flag.String("figures", "", "check, rather than render: the marked figures of these documents (space-separated) against the results files")
 	flag.Parse()
+	if *figures != "" {
+		if err := checkFigureFiles(strings.Fields(*figures), *results); err != nil {
+			fmt.Fprintln(os.Stderr, "reliabilitydoc:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*tmpl, *results, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "reliabilitydoc:", err)
 		os.Exit(1)
