@@ -70,14 +70,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tool
 kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy, config/namespace-scope) with kube-score; fail on any CRITICAL.
 	hack/kube-score.sh $(KUBE_SCORE)
 
-# verify-generated: the first part of make verify, the only one that
-# writes: every generated file made again, failing when one changed. make
-# ci runs it first, alone, then the rest of verify beside the other steps
-# (make verify -o verify-generated).
 # FIGURE_DOCS: the hand-written documents whose marked figures make verify
 # checks against test/reliability/results (hack/reliabilitydoc/figures.go).
 FIGURE_DOCS := README.md docs/sizing.md docs/sharding.md docs/SECURITY.md docs/BENCHMARKS.md
 
+# verify-generated: the first part of make verify, the only one that
+# writes: every generated file made again, failing when one changed. make
+# ci runs it first, alone, then the rest of verify beside the other steps
+# (make verify -o verify-generated).
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN)
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before

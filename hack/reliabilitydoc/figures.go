@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -28,7 +29,7 @@ var anyMarker = regexp.MustCompile(`<!--\s*fig\b[^>]*-->`)
 // differs, names no saved run or figure, or has no number before it, and
 // how many figures matched.
 func checkFigures(docs map[string]string, recs map[string][]reliability.Record, resultsDir string) (problems []string, matched int) {
-	for _, path := range sortedKeys(docs) {
+	for _, path := range slices.Sorted(maps.Keys(docs)) {
 		text := docs[path]
 		marked := map[int]bool{}
 		for _, m := range figureMarker.FindAllStringSubmatchIndex(text, -1) {
@@ -96,13 +97,4 @@ func checkFigureFiles(paths []string, resultsDir string) error {
 	}
 	fmt.Printf("reliabilitydoc: %d marked figures in %s match their results files\n", matched, strings.Join(paths, ", "))
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
