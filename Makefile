@@ -77,8 +77,15 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # superset of go test's, on the same packages, test files and e2e tag
 # included, while go test's vet type-checked again every dependency of
 # every test package (1,267 of them) from source on a fresh machine.
+# No DWARF (-gcflags=all=-dwarf=false, -ldflags=-w): the compiler and the
+# linker skip writing debug information, which the shipped binaries strip
+# anyway (-s -w) and nothing here reads (stack traces and pprof use the
+# symbol table). A cold build of the manager took 436 CPU seconds instead
+# of 492 (11 %, 5 Dec 2026), and every test binary links faster. To debug
+# with a debugger, build with go build outside make.
+GO_BUILD_FLAGS := -trimpath -vet=off -gcflags=all=-dwarf=false -ldflags=-w
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(filter-out -trimpath -vet=off,$(GOFLAGS)) -trimpath -vet=off)
+export GOFLAGS := $(strip $(filter-out $(GO_BUILD_FLAGS),$(GOFLAGS)) $(GO_BUILD_FLAGS))
 
 ##@ General
 

@@ -22,10 +22,13 @@
 #     file again and fails on drift. The steps after it get REGENERATE=no,
 #     so nothing rewrites a generated file while another step reads it
 #     (make/development.mk), and the rest of verify runs beside them;
+#   - make test's go vet is left to make lint, whose govet covers the same
+#     packages and the e2e suites' too;
 #   - build runs once; later steps get make -o build, and make dist builds
-#     a release into bin/release/ (make/build.mk's BUILD_DIR), the
-#     multi-arch image check into bin/ci-image/: no step replaces a binary
-#     another step is putting into an image;
+#     a release into bin/release/ (make/build.mk's BUILD_DIR): no step
+#     replaces a binary another step is putting into an image. make
+#     test-dist checks the release's multi-arch images as make test-image
+#     would (hack/test-dist.sh), so make ci builds them once;
 #   - the envtest suites and the clusters after them run in a network
 #     namespace of their own (CI_NETNS_B), the e2e suite in make's NETNS,
 #     the install ways in theirs (INSTALL_WAYS_NETNS): their API servers,
@@ -53,12 +56,14 @@ after="REGENERATE=no -o build"
 # the operator's own packages (verify-generated's generators, build). At
 # niceness 10 run the checks no suite waits for (lint, the rest of
 # verify, kube-score) and the linters' builds, so that what the suites
-# need gets the cores first. The images and the release files run at 0:
-# the install ways wait for them, and that chain ended the last warm run
-# (images 817 s, release files 570 s, install ways 494 s: at 1,965 s of
-# 1,965); at niceness 10, on a fresh machine, the images' arm64 build had
-# not ended 30 minutes after it started. The suites themselves run at 0:
-# their API servers and managers must not starve.
+# need gets the cores first. The release files (make test-dist, its
+# images' checks included) run at 0: the install ways wait for them; at
+# niceness 10, on a fresh machine, the images' arm64 build had not ended
+# 30 minutes after it started, and at 0 that chain still ended the last
+# fresh run (images 2,379 s, release files 68 s, install ways 462 s: at
+# 3,964 s of 3,964), which is why the release files no longer wait for a
+# second image build of their own. The suites themselves run at 0: their
+# API servers and managers must not starve.
 steps=(
   "prep||0|ci-prep"
   "k8s-binaries||0|k8s-binaries"
@@ -67,12 +72,11 @@ steps=(
   "build|verify-generated|0|build REGENERATE=no"
   "tools|tools-module|10|tools -j2"
   "test-e2e|build k8s-binaries|0|test-e2e $after"
-  "test|k8s-binaries verify-generated|0|test $after NETNS=$netns_b"
+  "test|k8s-binaries verify-generated|0|test $after -o vet NETNS=$netns_b"
   "verify|tools verify-generated|10|verify $after -o verify-generated"
   "lint|tools verify-generated|10|lint $after"
   "kube-score|tools verify-generated|10|kube-score $after"
-  "test-image|build|0|test-image $after BUILD_DIR=bin/ci-image"
-  "test-dist|test-image|0|test-dist $after"
+  "test-dist|build|0|test-dist $after"
   "test-make-run|test|0|test-make-run $after NETNS=$netns_b"
   "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
   "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"

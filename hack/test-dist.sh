@@ -13,7 +13,8 @@
 #   podman pulls each image from it by that digest, for every platform;
 # - the Helm chart and the bundle's CSV name the same images as
 #   install.yaml, before and after the push, and helm template of the
-#   chart renders install.yaml's Deployment image.
+#   chart renders install.yaml's Deployment image;
+# - the manager's image passes make test-image's checks (hack/test-image.sh).
 # Everything it starts listens on loopback and is stopped at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +46,28 @@ done
 "dist/kubectl-myoperator_linux_$(go env GOARCH)" version | grep -q "^myoperator $version " ||
   fail "dist/kubectl-myoperator_linux_$(go env GOARCH) version: $("dist/kubectl-myoperator_linux_$(go env GOARCH)" version)"
 say "kubectl plugin: kubectl-myoperator_linux_{$(for p in $PLATFORMS; do printf '%s ' "${p#*/}"; done | sed 's/ $//; s/ /,/g')} in SHA256SUMS, each its platform's ELF binary, version $version"
+
+# The per-platform images make dist left in podman's store, and what the
+# test starts below, go at the end.
+registry=
+pulled=()
+cleanup() {
+  [ -z "$registry" ] || kill "$registry" 2>/dev/null || true
+  for ref in "${pulled[@]}"; do "${podman[@]}" rmi -f "$ref" >/dev/null 2>&1 || true; done
+  for platform in $PLATFORMS; do
+    "${podman[@]}" rmi "ghcr.io/example/myoperator:$version-${platform#*/}" >/dev/null 2>&1 || true
+    [ -z "${gb_tag:-}" ] || "${podman[@]}" rmi "ghcr.io/example/myoperator-guestbook:$gb_tag-${platform#*/}" >/dev/null 2>&1 || true
+  done
+}
+trap cleanup EXIT
+# The release's manager image checked as make test-image checks a
+# multi-arch build (hack/test-image.sh): its manifest list, each
+# platform's binaries and user, the host's binaries running read-only.
+# make ci checks these images, not a second build of its own: the second
+# one cost about 60 CPU seconds and its place in the chain before the
+# install features.
+IMG=ghcr.io/example/myoperator:$version ARCHIVE=dist/myoperator_$version.oci.tar PLATFORMS="$PLATFORMS" VERSION=$version KEEP_IMAGES=1 \
+  hack/test-image.sh || fail "the release's manager image (above)"
 # For make test-e2e-install-ways, before the push below rewrites dist/.
 hack/dist-snapshot.sh save "$version"
 
@@ -87,16 +110,6 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 go -C hack/tools/registry build -o "$root/bin/registry" .
 "$root/bin/registry" serve -addr "127.0.0.1:$port" >"$root/bin/test-dist-registry.log" 2>&1 &
 registry=$!
-pulled=()
-cleanup() {
-  kill "$registry" 2>/dev/null || true
-  for ref in "${pulled[@]}"; do "${podman[@]}" rmi -f "$ref" >/dev/null 2>&1 || true; done
-  # The per-platform images make dist left in podman's store.
-  for platform in $PLATFORMS; do
-    "${podman[@]}" rmi "ghcr.io/example/myoperator:$version-${platform#*/}" "ghcr.io/example/myoperator-guestbook:$gb_tag-${platform#*/}" >/dev/null 2>&1 || true
-  done
-}
-trap cleanup EXIT
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
 to=127.0.0.1:$port/release
 make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep '^registry:' || fail "make release-push failed"
