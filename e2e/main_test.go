@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -276,7 +277,58 @@ func createCluster(bin string) env.Func {
 		if err != nil {
 			return ctx, err
 		}
-		return envfuncs.CreateClusterWithConfig(kwok.NewProvider(), clusterName, path, kwok.WithPath(kwokctl))(ctx, cfg)
+		// kube-controller-manager gives up and exits when the API server
+		// is not healthy within about 20 s of its start, and kwokctl
+		// starts it only once (a kubelet would restart its static pod):
+		// on a loaded machine (make ci's other suites) the cluster then
+		// runs without it, and no Deployment gets a pod. Such a cluster
+		// is made again, at most twice.
+		for attempt := 1; ; attempt++ {
+			if ctx, err = envfuncs.CreateClusterWithConfig(kwok.NewProvider(), clusterName, path, kwok.WithPath(kwokctl))(ctx, cfg); err != nil {
+				return ctx, err
+			}
+			err = controllerManagerStarted(ctx, cfg)
+			if err == nil || attempt == 3 {
+				return ctx, err
+			}
+			fmt.Printf("e2e: %v; creating the cluster again\n", err)
+			if ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg); err != nil {
+				return ctx, err
+			}
+		}
+	}
+}
+
+// controllerManagerStarted waits until kube-controller-manager of the
+// suite's cluster has started its controllers (the service account
+// controller has made the default namespace's ServiceAccount), and fails
+// at once when its process has exited, quoting the last line of its log.
+func controllerManagerStarted(ctx context.Context, cfg *envconf.Config) error {
+	dir := filepath.Join(kwokDir(), "clusters", clusterName)
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigFile())
+	if err != nil {
+		return err
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		if raw, err := os.ReadFile(filepath.Join(dir, "pids", "kube-controller-manager.pid")); err == nil {
+			if _, err := os.Stat("/proc/" + strings.TrimSpace(string(raw))); err != nil {
+				log, _ := os.ReadFile(filepath.Join(dir, "logs", "kube-controller-manager.log"))
+				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+				return fmt.Errorf("kube-controller-manager exited: %s", lines[len(lines)-1])
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-controller-manager made no default ServiceAccount within 2m (logs in %s)", filepath.Join(dir, "logs"))
+		}
+		time.Sleep(time.Second)
 	}
 }
 

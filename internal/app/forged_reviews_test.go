@@ -42,7 +42,7 @@ const (
 // the renewals' (where they would queue ahead of them), and stay under the
 // reads' rate bounds, though thousands of reviews were answered; the
 // leader's Lease is never lost, no renewal is rejected and none comes
-// later than the renew deadline.
+// later than the lease duration.
 func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 	env, cfg, admin := testenv.Start(t, testenv.Options{Webhooks: true, WebhookHost: "localhost"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,8 +123,10 @@ func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 		flood.Round(100*time.Millisecond), answered.Load(), refused.Load(), failed.Load(), reads, admissionReads.GetName(), bound,
 		renewals, leaseSchema.GetName(), leaseRejected, leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond),
 		leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
-	if answered.Load() < 1000 {
-		t.Errorf("only %d forged reviews answered: the flood flooded nothing", answered.Load())
+	// What the server took in, answered or refused with 429 (its bound
+	// at work): on a loaded machine it answers fewer and refuses more.
+	if got := answered.Load() + refused.Load(); got < 1000 {
+		t.Errorf("only %d forged reviews reached the webhook server (%d answered, %d refused): the flood flooded nothing", got, answered.Load(), refused.Load())
 	}
 	if reads > bound {
 		t.Errorf("the flood caused %v reads, want at most %.0f (%d + %d a second, bursts %d + %d)", reads, bound,
@@ -143,9 +145,14 @@ func TestForgedReviewsCannotDriveTheAPI(t *testing.T) {
 		t.Errorf("the Lease changed hands during the flood: %d holder changes, leaseTransitions %d -> %d",
 			leaseAfter.holderChanges, leaseBefore.transitions, leaseAfter.transitions)
 	}
-	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= squeezedRenew {
-		t.Errorf("renewals during the flood: %d, longest gap %s, want none later than the renew deadline %s",
-			leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond), squeezedRenew)
+	// Two renewTimes may lie a retry period plus the renew deadline apart
+	// without the leader giving up (client-go times the deadline from each
+	// round's start): the Lease is lost only when none comes within its
+	// duration. Beside make ci's other suites, with this process's own
+	// 200 senders on the same 2 cores, one gap was 3.8 s.
+	if leaseAfter.renewals == leaseBefore.renewals || leaseAfter.maxGap >= squeezedLease {
+		t.Errorf("renewals during the flood: %d, longest gap %s, want none later than the lease duration %s",
+			leaseAfter.renewals-leaseBefore.renewals, leaseAfter.maxGap.Round(100*time.Millisecond), squeezedLease)
 	}
 }
 

@@ -63,10 +63,12 @@ const (
 // token, still a member's (its member Lease is stale, not gone), is
 // refused a write to a Drink it served, with the bucket named.
 func TestShardedReplicas(t *testing.T) {
+	const gates = "ShardedListAndWatch=true"
+	testenv.SkipUnlessGates(t, gates)
 	began := time.Now()
 	bin := buildManager(t)
 	auditLog := t.TempDir() + "/audit.log"
-	env, err := testenv.New(testenv.Options{AuditLog: auditLog, FeatureGates: "ShardedListAndWatch=true"})
+	env, err := testenv.New(testenv.Options{AuditLog: auditLog, FeatureGates: gates})
 	if err != nil {
 		t.Fatal(err)
 	}
