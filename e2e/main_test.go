@@ -325,7 +325,7 @@ func controllerManagerStarted(ctx context.Context, cfg *envconf.Config) error {
 				return fmt.Errorf("kube-controller-manager exited: %s", lines[len(lines)-1])
 			}
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("kube-controller-manager made no default ServiceAccount within 2m (logs in %s)", filepath.Join(dir, "logs"))
 		}
 		time.Sleep(time.Second)
