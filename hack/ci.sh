@@ -24,13 +24,17 @@
 #     (make/development.mk), and the rest of verify runs beside them;
 #   - make test's go vet is left to make lint, whose govet covers the same
 #     packages and the e2e suites' too;
+#   - the mutants (make test-mutations-rotation) start once make test
+#     has passed: their tests, run there on the same tree without the
+#     mutation, are the control runs the rotation leaves out;
 #   - build runs once; later steps get make -o build, and make dist builds
 #     a release into bin/release/ (make/build.mk's BUILD_DIR): no step
 #     replaces a binary another step is putting into an image. make
 #     test-dist checks the release's multi-arch images as make test-image
 #     would (hack/test-dist.sh), so make ci builds them once;
 #   - the envtest suites and the clusters after them run in a network
-#     namespace of their own (CI_NETNS_B), the e2e suite in make's NETNS,
+#     namespace of their own (CI_NETNS_B), this commit's mutants in
+#     another (CI_NETNS_C), the e2e suite in make's NETNS,
 #     the install ways in theirs (INSTALL_WAYS_NETNS): their API servers,
 #     pod IPs and loopback ports never meet. The two e2e runs name their
 #     clusters, folders and containers apart (E2E_NAME), and take the
@@ -42,6 +46,7 @@ cd "$(dirname "$0")/.."
 make=${MAKE:-make}
 jobs=${CI_JOBS:-6}
 netns_b=${CI_NETNS_B:-myoperator-ci-b}
+netns_c=${CI_NETNS_C:-myoperator-ci-c}
 logs=bin/ci
 mkdir -p "$logs"
 
@@ -77,6 +82,7 @@ steps=(
   "lint|tools verify-generated|10|lint $after"
   "kube-score|tools verify-generated|10|kube-score $after"
   "test-dist|build|0|test-dist $after"
+  "test-mutations-rotation|test|0|test-mutations-rotation $after NETNS=$netns_c"
   "test-make-run|test|0|test-make-run $after NETNS=$netns_b"
   "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
   "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"
