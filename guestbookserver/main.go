@@ -22,19 +22,34 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// options are the server's command-line settings.
+type options struct {
+	addr, configDir string
+	drill           bool
+}
+
+// parseFlags reads the command line (and the drill's environment
+// variable, which the flag's default follows). Apart from run, so that a
+// test sees the defaults a started server gets.
+func parseFlags(args []string) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("guestbook-server", flag.ContinueOnError)
-	addr := fs.String("addr", ":8080", "address to listen on")
-	configDir := fs.String("config-dir", "/etc/guestbook", "folder of the mounted Guestbook ConfigMap: one file per entry")
-	drill := fs.Bool("failover-drill", drillFromEnv(),
+	fs.StringVar(&o.addr, "addr", ":8080", "address to listen on")
+	fs.StringVar(&o.configDir, "config-dir", "/etc/guestbook", "folder of the mounted Guestbook ConfigMap: one file per entry")
+	fs.BoolVar(&o.drill, "failover-drill", drillFromEnv(),
 		"serve POST /readyz/fail and /readyz/ok, which make this pod unready and ready again (also "+drillEnv+"=enabled); off by default, since anyone who reaches the pod could call them")
-	if err := fs.Parse(args); err != nil {
+	return o, fs.Parse(args)
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
-	s := &server{host: host, configDir: *configDir, log: log.Default(), drill: *drill}
+	s := &server{host: host, configDir: o.configDir, log: log.Default(), drill: o.drill}
 	srv := &http.Server{
-		Addr:              *addr,
+		Addr:              o.addr,
 		ReadHeaderTimeout: 5 * time.Second,
 		Handler:           s.handler(),
 	}
@@ -46,7 +61,7 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Printf("guestbook-server: %s listening on %s, entries from %s, failover drill %s", host, *addr, *configDir, map[bool]string{true: "on", false: "off"}[*drill])
+	log.Printf("guestbook-server: %s listening on %s, entries from %s, failover drill %s", host, o.addr, o.configDir, map[bool]string{true: "on", false: "off"}[o.drill])
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -12,12 +12,17 @@ import (
 	"testing"
 )
 
-// TestDrillOffByDefault: without --failover-drill, a POST to the drill's
-// endpoints is refused, says how to turn it on, is logged, and changes
-// nothing; the flag's default follows GUESTBOOK_FAILOVER_DRILL.
+// TestDrillOffByDefault: a server started with no flag and no environment
+// refuses a POST to the drill's endpoints, says how to turn it on, logs it,
+// and changes nothing.
 func TestDrillOffByDefault(t *testing.T) {
+	t.Setenv(drillEnv, "")
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logs bytes.Buffer
-	s := &server{host: "guestbook-sample-0", configDir: t.TempDir(), log: log.New(&logs, "", 0)}
+	s := &server{host: "guestbook-sample-0", configDir: t.TempDir(), log: log.New(&logs, "", 0), drill: o.drill}
 	for _, path := range []string{"/readyz/fail", "/readyz/ok", "/readyz/fail"} {
 		rec := httptest.NewRecorder()
 		s.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
@@ -33,11 +38,32 @@ func TestDrillOffByDefault(t *testing.T) {
 	if !strings.Contains(logs.String(), "refused POST /readyz/fail") {
 		t.Errorf("logged %q, want the refusal", logs.String())
 	}
-	for env, want := range map[string]bool{"": false, "enabled": true, "true": false} {
-		t.Setenv(drillEnv, env)
-		if got := drillFromEnv(); got != want {
-			t.Errorf("%s=%q: drill %v, want %v", drillEnv, env, got, want)
-		}
+}
+
+// TestDrillFlag: the drill a started server gets from its command line and
+// environment; off unless one of them turns it on.
+func TestDrillFlag(t *testing.T) {
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		want      bool
+	}{
+		{name: "no flag, no environment", want: false},
+		{name: "environment set to true, not enabled", env: "true", want: false},
+		{name: "environment enabled", env: "enabled", want: true},
+		{name: "flag", args: []string{"--failover-drill"}, want: true},
+		{name: "flag false over the environment", env: "enabled", args: []string{"--failover-drill=false"}, want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(drillEnv, c.env)
+			o, err := parseFlags(c.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.drill != c.want {
+				t.Errorf("%s=%q, args %q: drill %v, want %v", drillEnv, c.env, c.args, o.drill, c.want)
+			}
+		})
 	}
 }
 
