@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -68,111 +67,117 @@ func TestOperatorWritesFenced(t *testing.T) {
 	webhookName := "myoperator-validating-webhook-configuration"
 	tests := []struct {
 		name string
-		do   func() error
+		do   func(c client.Client) error
 		// want is part of the refusal; "" wants the write admitted.
 		want string
 	}{
-		{"create a Drink's ConfigMap in a tenant namespace", func() error {
-			return operator.Create(ctx, configMap("team-b", "tea", drinkLabels, drinkOwner...))
+		{"create a Drink's ConfigMap in a tenant namespace", func(c client.Client) error {
+			return c.Create(ctx, configMap("team-b", "tea", drinkLabels, drinkOwner...))
 		}, ""},
-		{"create a Guestbook's ConfigMap in the operand namespace", func() error {
-			return operator.Create(ctx, configMap("guestbook", "gb-config", guestbookLabels, guestbookOwner...))
+		{"create a Guestbook's ConfigMap in the operand namespace", func(c client.Client) error {
+			return c.Create(ctx, configMap("guestbook", "gb-config", guestbookLabels, guestbookOwner...))
 		}, ""},
-		{"plant kube-system's coredns-custom naming a Guestbook its owner", func() error {
-			return operator.Create(ctx, configMap("kube-system", "coredns-custom", guestbookLabels, guestbookOwner...))
+		{"plant kube-system's coredns-custom naming a Guestbook its owner", func(c client.Client) error {
+			return c.Create(ctx, configMap("kube-system", "coredns-custom", guestbookLabels, guestbookOwner...))
 		}, "namespace kube-system is not labelled webapp.my.domain/operands=true"},
-		{"create a Guestbook's ConfigMap in a tenant namespace", func() error {
-			return operator.Create(ctx, configMap("team-b", "gb-config", guestbookLabels, guestbookOwner...))
+		{"create a Guestbook's ConfigMap in a tenant namespace", func(c client.Client) error {
+			return c.Create(ctx, configMap("team-b", "gb-config", guestbookLabels, guestbookOwner...))
 		}, "namespace team-b is not labelled webapp.my.domain/operands=true"},
-		{"create kube-system's aws-auth naming a Drink of another name its owner", func() error {
-			return operator.Create(ctx, configMap("kube-system", "aws-auth-2", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "aws-auth-2"}, drinkOwner...))
+		{"create kube-system's aws-auth naming a Drink of another name its owner", func(c client.Client) error {
+			return c.Create(ctx, configMap("kube-system", "aws-auth-2", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "aws-auth-2"}, drinkOwner...))
 		}, shapedAsNeither},
-		{"create a Drink's ConfigMap without the Drink's labels", func() error {
-			return operator.Create(ctx, configMap("team-b", "tea-unlabelled", nil, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea-unlabelled", UID: "d2", Controller: ptr.To(true)}))
+		{"create a Drink's ConfigMap without the Drink's labels", func(c client.Client) error {
+			return c.Create(ctx, configMap("team-b", "tea-unlabelled", nil, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea-unlabelled", UID: "d2", Controller: ptr.To(true)}))
 		}, shapedAsNeither},
-		{"create a ConfigMap owned by a Drink and something else", func() error {
-			return operator.Create(ctx, configMap("team-b", "tea2", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "tea2"},
+		{"create a ConfigMap owned by a Drink and something else", func(c client.Client) error {
+			return c.Create(ctx, configMap("team-b", "tea2", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "tea2"},
 				metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea2", UID: "d4", Controller: ptr.To(true)},
 				metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: "team-b", UID: "n1"}))
 		}, shapedAsNeither},
-		{"create a ConfigMap naming a Drink an owner, not its controller", func() error {
-			return operator.Create(ctx, configMap("team-b", "tea-owned", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "tea-owned"}, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea-owned", UID: "d3"}))
+		{"create a ConfigMap naming a Drink an owner, not its controller", func(c client.Client) error {
+			return c.Create(ctx, configMap("team-b", "tea-owned", map[string]string{names.ManagedByLabel: names.ManagedByValue, names.DrinkLabel: "tea-owned"}, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Drink", Name: "tea-owned", UID: "d3"}))
 		}, shapedAsNeither},
-		{"create its record in its namespace", func() error {
-			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "myoperator-accepted-config"}})
+		{"create its record in its namespace", func(c client.Client) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "myoperator-accepted-config"}})
 		}, ""},
-		{"update a Drink's ConfigMap", func() error {
-			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKey{Namespace: "team-b", Name: "tea"}, func(o client.Object) {
+		{"update a Drink's ConfigMap", func(c client.Client) error {
+			return update(ctx, c, &corev1.ConfigMap{}, client.ObjectKey{Namespace: "team-b", Name: "tea"}, func(o client.Object) {
 				o.(*corev1.ConfigMap).Data = map[string]string{"drink": "tea"}
 			})
 		}, ""},
-		{"create a ConfigMap no Drink or Guestbook owns", func() error {
-			return operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "loose"}})
+		{"create a ConfigMap no Drink or Guestbook owns", func(c client.Client) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "loose"}})
 		}, shapedAsNeither},
-		{"update kube-system's aws-auth", func() error {
-			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
+		{"update kube-system's aws-auth", func(c client.Client) error {
+			return update(ctx, c, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
 				o.(*corev1.ConfigMap).Data = map[string]string{"mapRoles": "- rolearn: attacker"}
 			})
 		}, "ConfigMap kube-system/aws-auth is neither"},
-		{"take over kube-system's aws-auth by naming a Drink its owner", func() error {
-			return update(ctx, operator, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
+		{"take over kube-system's aws-auth by naming a Drink its owner", func(c client.Client) error {
+			return update(ctx, c, &corev1.ConfigMap{}, client.ObjectKeyFromObject(foreign), func(o client.Object) {
 				o.SetOwnerReferences(drinkOwner)
 			})
 		}, "ConfigMap kube-system/aws-auth is neither"},
-		{"inject a CA bundle into its validating webhooks", func() error {
-			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+		{"inject a CA bundle into its validating webhooks", func(c client.Client) error {
+			return update(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
 				for i := range o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
 					o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i].ClientConfig.CABundle = cfg.CAData
 				}
 			})
 		}, ""},
-		{"point its validating webhooks at a URL", func() error {
-			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+		{"point its validating webhooks at a URL", func(c client.Client) error {
+			return update(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
 				w := &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[0]
 				w.ClientConfig.Service, w.ClientConfig.URL = nil, ptr.To("https://attacker.example/validate")
 			})
 		}, "the operator changes only the CA bundle of validatingwebhookconfigurations"},
-		{"widen a webhook's rules to every resource", func() error {
-			return update(ctx, operator, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
+		{"widen a webhook's rules to every resource", func(c client.Client) error {
+			return update(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, client.ObjectKey{Name: webhookName}, func(o client.Object) {
 				w := &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[0]
 				w.Rules[0].APIGroups, w.Rules[0].Resources = []string{"*"}, []string{"*"}
 			})
 		}, "the operator changes only the CA bundle"},
-		{"inject a CA bundle into the Drink CRD's conversion webhook", func() error {
-			return update(ctx, operator, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
+		{"inject a CA bundle into the Drink CRD's conversion webhook", func(c client.Client) error {
+			return update(ctx, c, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
 				o.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion.Webhook.ClientConfig.CABundle = cfg.CAData
 			})
 		}, ""},
-		{"stop serving a Drink version", func() error {
-			return update(ctx, operator, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
+		{"stop serving a Drink version", func(c client.Client) error {
+			return update(ctx, c, &apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "drinks.example.com"}, func(o client.Object) {
 				o.(*apiextensionsv1.CustomResourceDefinition).Spec.Versions[0].Served = false
 			})
 		}, "the operator changes only the CA bundle of customresourcedefinitions drinks.example.com"},
 	}
-	// The policies take effect once the API server has loaded them: until
-	// then every row would be admitted.
-	testenv.Eventually(t, 10*time.Second, func() string {
-		err := operator.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", GenerateName: "probe-"}})
-		if err == nil {
-			return "a ConfigMap no Drink or Guestbook owns: admitted"
-		}
-		return ""
-	})
+	// A row that must be refused is tried once: retried, a write admitted
+	// before its policy was in force would pass once refused later. So its
+	// policy is first known in force by a dry run of the same write
+	// (admission policies judge dry runs too, and nothing persists).
+	dryRun := client.NewDryRunClient(operator)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				// Admitted: retried while RBAC's and the policies'
+				// caches follow (a refusal here is never a write).
+				testenv.Eventually(t, 10*time.Second, func() string {
+					if err := tc.do(operator); err != nil {
+						return "refused: " + err.Error()
+					}
+					return ""
+				})
+				return
+			}
 			testenv.Eventually(t, 10*time.Second, func() string {
-				err := tc.do()
-				switch {
-				case tc.want == "" && err != nil:
-					return "refused: " + err.Error()
-				case tc.want != "" && (err == nil || apierrors.IsAlreadyExists(err)):
-					// AlreadyExists: an earlier try of the row was admitted.
-					return "admitted, want refused with " + tc.want
-				case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-					return "refused with " + err.Error() + ", want " + tc.want
+				if err := tc.do(dryRun); err == nil || !strings.Contains(err.Error(), tc.want) {
+					return "dry run: " + errString(err) + ", want refused with " + tc.want
 				}
 				return ""
 			})
+			switch err := tc.do(operator); {
+			case err == nil:
+				t.Errorf("admitted, want refused with %s", tc.want)
+			case !strings.Contains(err.Error(), tc.want):
+				t.Errorf("refused with %v, want %s", err, tc.want)
+			}
 		})
 	}
 
