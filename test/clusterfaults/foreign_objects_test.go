@@ -42,7 +42,7 @@ const (
 // requests at steady state.
 type foreignLoad struct {
 	drinks, namespaces, configMaps, secrets, services int
-	restarts                                           int
+	restarts                                          int
 	// steadyWindow is how long requests are counted at steady state.
 	steadyWindow time.Duration
 	// heap: the heap is compared with and without the foreign objects.
