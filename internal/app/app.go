@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,6 +173,12 @@ type Options struct {
 	ServiceAccount string
 	// MaxConcurrentReconciles per controller; 0 uses a default.
 	MaxConcurrentReconciles int
+	// NewQueue, when set, builds each controller's work queue in place of
+	// controller-runtime's priority queue (controller.Options.NewQueue).
+	// The binary leaves it nil; the model check wraps the priority queue
+	// to see the reconciles a controller has scheduled for later
+	// (RequeueAfter, retries), which the queue's metrics do not count.
+	NewQueue func(controllerName string, rateLimiter workqueue.TypedRateLimiter[ctrl.Request]) workqueue.TypedRateLimitingInterface[ctrl.Request]
 
 	// WatchNamespaces, when not empty, are the only namespaces whose
 	// Drinks the operator serves (--watch-namespaces): the manager's cache
@@ -425,7 +432,7 @@ func addControllers(cfg *rest.Config, mgr ctrl.Manager, o Options, records *opco
 	if o.LogLevel == (zap.AtomicLevel{}) {
 		o.LogLevel = zap.NewAtomicLevel()
 	}
-	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, NewQueue: o.NewQueue}
 	if copts.MaxConcurrentReconciles == 0 {
 		copts.MaxConcurrentReconciles = 4
 	}

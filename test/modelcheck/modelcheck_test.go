@@ -66,10 +66,11 @@ func TestModel(t *testing.T) {
 	if err := c.Create(ctx, &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.StartManager(ctx, env, cfg, app.Options{}); err != nil {
+	queues := newScheduled()
+	if err := testenv.StartManager(ctx, env, cfg, app.Options{NewQueue: queues.newQueue}); err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{ctx: ctx, c: c}
+	r := &runner{ctx: ctx, c: c, queues: queues}
 
 	start := time.Now()
 	gen := model.NewGenerator(seed)
@@ -93,14 +94,15 @@ func TestModel(t *testing.T) {
 			seed, len(shortest), len(seq), time.Since(deadline.Add(-shrinkFor)).Round(time.Second), render(shortest), r.replay(t, shortest))
 	}
 	took := time.Since(start)
-	t.Logf("MODEL_SEED=%d: %d steps matched the model in %s; %d matches came while the operator was still acting and were judged again once it was idle for %s",
-		seed, steps, took.Round(time.Millisecond), r.lateActivity, quietFor)
+	t.Logf("MODEL_SEED=%d: %d steps matched the model in %s; %d matches came while the operator was still acting and were judged again once it was idle for %s, %d steps waited for a reconcile scheduled within the settle time (RequeueAfter or retry); %d settled with one scheduled later; %s",
+		seed, steps, took.Round(time.Millisecond), r.lateActivity, quietFor, r.scheduledWaits, r.scheduledLater, queues.summary())
 	reliability.Save(t, map[string]any{
-		"seed":        seedN,
-		"steps":       steps,
-		"seconds":     reliability.Seconds(took),
-		"lateMatches": r.lateActivity,
-		"quietMs":     quietFor.Milliseconds(),
+		"seed":           seedN,
+		"steps":          steps,
+		"seconds":        reliability.Seconds(took),
+		"lateMatches":    r.lateActivity,
+		"scheduledWaits": r.scheduledWaits,
+		"quietMs":        quietFor.Milliseconds(),
 	}, "MODEL_SEED", "MODEL_STEPS")
 }
 
@@ -113,6 +115,15 @@ type runner struct {
 	// with: without waiting for it to be quiet, the step would have been
 	// judged while it was still acting.
 	lateActivity int
+	// queues are the controllers' work queues, watched for the reconciles
+	// they hold for later.
+	queues *scheduled
+	// scheduledWaits counts the matches judged again because a reconcile
+	// was scheduled before the settle deadline; scheduledLater the
+	// settled steps that left one scheduled after it.
+	scheduledWaits, scheduledLater int
+	// waitedScheduled: this step's settle waited for a scheduled reconcile.
+	waitedScheduled bool
 }
 
 // freshNamespace creates the next namespace for a sequence.
@@ -298,13 +309,19 @@ func (r *runner) deleteDrink(ns, name string) error {
 // quietFor (quiet) and the cluster still matches after it.
 func (r *runner) settle(ns string, m *model.Model) string {
 	deadline := time.Now().Add(settle)
+	r.waitedScheduled = false
+	defer func() {
+		if r.waitedScheduled {
+			r.scheduledWaits++
+		}
+	}()
 	for {
 		diff := r.collectGarbage(ns)
 		if diff == "" {
 			diff = r.check(ns, m)
 		}
 		if diff == "" {
-			if !r.quiet() {
+			if !r.quiet(deadline) {
 				r.lateActivity++
 				if time.Now().After(deadline) {
 					return fmt.Sprintf("  the cluster matches, but the operator did not stay idle for %s within %s: it keeps reconciling", quietFor, settle)
@@ -312,6 +329,9 @@ func (r *runner) settle(ns string, m *model.Model) string {
 				continue
 			}
 			if diff = r.check(ns, m); diff == "" {
+				if _, later := r.queues.dueBefore(deadline); later > 0 {
+					r.scheduledLater++
+				}
 				return ""
 			}
 		}
@@ -330,8 +350,18 @@ const quietFor = 50 * time.Millisecond
 // quiet reports whether the operator, which runs in this process, did
 // nothing for quietFor: every controller's queue empty and no reconcile
 // running at both ends, and no reconcile started in between (the
-// controller-runtime metrics of this process's registry).
-func (r *runner) quiet() bool {
+// controller-runtime metrics of this process's registry); and whether no
+// reconcile is scheduled before deadline (a RequeueAfter or a retry,
+// which the queues' depth does not count until it is due): one that is
+// would act before the step's time is up, so the step waits for it. One
+// scheduled later (a recheck, a retry backed off far) cannot be waited
+// for; it is counted, and the next step's settle sees what it did.
+func (r *runner) quiet(deadline time.Time) bool {
+	if due, _ := r.queues.dueBefore(deadline); due > 0 {
+		r.waitedScheduled = true
+		time.Sleep(10 * time.Millisecond)
+		return false
+	}
 	busy, before := activity()
 	if busy {
 		time.Sleep(10 * time.Millisecond)
