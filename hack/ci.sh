@@ -142,9 +142,9 @@ report() {
   echo "ci: time per step (total $(now) s; CPU busy $(( 100 * (read_busy - busy0) / (read_busy - busy0 + read_idle - idle0 + 1) )) % of the cores; logs in $logs/):"
   for name in "${order[@]}"; do
     case ${state[$name]} in
-      passed) printf '  %-22s %5s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
-      failed) printf '  %-22s FAILED after %s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
-      *) printf '  %-22s not run\n' "$name:" ;;
+      passed) printf '  %-25s %5s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
+      failed) printf '  %-25s FAILED after %s s  (started at %s s; CPU %s s)\n' "$name:" "${took[$name]}" "${started[$name]}" "$(cpu_of "$name")" ;;
+      *) printf '  %-25s not run\n' "$name:" ;;
     esac
   done
 }
