@@ -374,3 +374,41 @@ func TestWatchNamespacesValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaRefuses: values.schema.json makes helm refuse, before it
+// renders anything, a value the chart does not have, one outside its
+// closed set or bounds, and options that cannot work together, each
+// naming the value; helm lint --strict refuses them too.
+func TestSchemaRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  []string
+		// want is in helm's error.
+		want string
+	}{
+		{"a certificates mode that is neither", []string{"certificates.mode=selfsigned"}, "at '/certificates/mode': value must be one of 'self', 'cert-manager'"},
+		{"a misspelt value", []string{"certificate.mode=self"}, "additional properties 'certificate' not allowed"},
+		{"a misspelt component switch", []string{"networkPolicy.enable=true"}, "at '/networkPolicy': additional properties 'enable' not allowed"},
+		{"no replica", []string{"replicaCount=0"}, "at '/replicaCount': minimum: got 0, want 1"},
+		{"a switch given a string", []string{"prometheus.enabled=yes"}, "at '/prometheus/enabled': got string, want boolean"},
+		{"a digest without its algorithm", []string{"image.digest=0123abcd"}, "at '/image/digest': '0123abcd' does not match pattern"},
+		{"a served namespace that is no name", []string{"watchNamespaces={Team_A}"}, "at '/watchNamespaces/0': 'Team_A' does not match pattern"},
+		{"the leader fence with shared Drinks", []string{"shardDrinks.enabled=true", "replicaCount=3", "leaderFence.enabled=true"}, "at '/leaderFence/enabled': value must be false"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, verb := range [][]string{{"template", release}, {"lint", "--strict"}} {
+				args := append(append([]string{}, verb...), chartDir)
+				for _, s := range c.set {
+					args = append(args, "--set", s)
+				}
+				cmd := exec.Command(helm(t), args...)
+				home := t.TempDir()
+				cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+				out, err := cmd.CombinedOutput()
+				if err == nil || !strings.Contains(string(out), c.want) {
+					t.Errorf("helm %s: %v, want refused with %q:\n%s", strings.Join(args, " "), err, c.want, out)
+				}
+			}
+		})
+	}
+}

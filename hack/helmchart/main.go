@@ -242,7 +242,9 @@ func decode(b []byte) ([]object, error) {
 type chart struct {
 	version, appVersion string
 	values              []byte
-	files               map[string][]byte // templates/<name> -> text
+	// schema is values.schema.json, which helm checks the values against.
+	schema []byte
+	files  map[string][]byte // templates/<name> -> text
 }
 
 // defaults are the values config/ gives, read from the rendered base.
@@ -415,6 +417,9 @@ func build(configDir, base, version string) (*chart, error) {
 	c.files["_helpers.tpl"] = []byte(helpers)
 	c.files["NOTES.txt"] = []byte(notes)
 	c.values = d.valuesYAML()
+	if c.schema, err = d.valuesSchema(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -716,7 +721,7 @@ version: %s
 appVersion: %s
 kubeVersion: ">=1.33.0-0"
 `, c.version, c.appVersion)
-	files := map[string][]byte{"Chart.yaml": []byte(meta), "values.yaml": c.values}
+	files := map[string][]byte{"Chart.yaml": []byte(meta), "values.yaml": c.values, "values.schema.json": c.schema}
 	for name, b := range c.files {
 		files[filepath.Join("templates", name)] = b
 	}

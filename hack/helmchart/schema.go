@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+)
+
+// The JSON Schema of the chart's values (values.schema.json), which helm
+// install, upgrade, template and lint check the merged values against
+// before they render anything: a value the chart does not have (a typo
+// such as certificate.mode), a value outside its closed set
+// (certificates.mode: selfsigned, which the templates would otherwise read
+// as "not cert-manager", that is self) or of the wrong type, and options
+// that cannot work together are refused with the value's path, instead of
+// installing something else than what was asked.
+
+// schema is a JSON Schema (draft-07) node; the keys are its keywords.
+type schema map[string]any
+
+// dnsLabel is a namespace's name (RFC 1123 label).
+const dnsLabel = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+
+func objectOf(props map[string]schema, required ...string) schema {
+	s := schema{"type": "object", "additionalProperties": false, "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func enabled(what string) schema {
+	return objectOf(map[string]schema{"enabled": {"type": "boolean", "description": what}}, "enabled")
+}
+
+// quantities are a resources' limits or requests: resource name ->
+// quantity, written as a string ("512Mi") or a number (1).
+var quantities = schema{"type": "object", "additionalProperties": schema{"type": []string{"string", "number"}}}
+
+// resources are a container's resources, as the pod spec has them.
+var resources = objectOf(map[string]schema{
+	"limits":   quantities,
+	"requests": quantities,
+	"claims":   {"type": "array", "items": schema{"type": "object"}},
+})
+
+// valuesSchema is the schema of values.yaml as d writes it: each value
+// valuesYAML writes, the components' values only where the chart has the
+// component.
+func (d *defaults) valuesSchema() ([]byte, error) {
+	props := map[string]schema{
+		"image": objectOf(map[string]schema{
+			"repository": {"type": "string", "minLength": 1},
+			"tag":        {"type": "string"},
+			"digest": {"type": "string", "pattern": `^(sha256:[a-f0-9]{64})?$`,
+				"description": "empty, or sha256: and 64 lowercase hex digits; it wins over the tag"},
+		}, "repository"),
+		"replicaCount": {"type": "integer", "minimum": 1,
+			"description": "one leads; every replica serves the webhooks"},
+		"resources":         resources,
+		"bootstrap":         objectOf(map[string]schema{"resources": resources}),
+		"nodeSelector":      {"type": "object", "additionalProperties": schema{"type": "string"}},
+		"tolerations":       {"type": "array", "items": schema{"type": "object"}},
+		"affinity":          {"type": "object"},
+		"priorityClassName": {"type": "string"},
+		"imagePullSecrets": {"type": "array", "items": objectOf(map[string]schema{
+			"name": {"type": "string", "minLength": 1},
+		}, "name")},
+		"podAnnotations": {"type": "object", "additionalProperties": schema{"type": "string"}},
+		"operandNamespace": objectOf(map[string]schema{
+			"name":   {"type": "string", "pattern": dnsLabel, "maxLength": 63},
+			"create": {"type": "boolean"},
+		}, "name", "create"),
+	}
+	var rules []schema
+	have := map[string]bool{}
+	for _, c := range d.comps {
+		have[c.dir] = true
+	}
+	for _, c := range d.comps {
+		switch c.dir {
+		case "certmanager":
+			props["certificates"] = objectOf(map[string]schema{
+				"mode": {"enum": []string{"self", "cert-manager"},
+					"description": "self: the manager rotates its own certificate; cert-manager: config/certmanager"},
+			}, "mode")
+		case "network-policy":
+			props["networkPolicy"] = enabled("NetworkPolicies for the manager's pods")
+		case "prometheus":
+			props["prometheus"] = enabled("ServiceMonitor, alerts and dashboard; needs the Prometheus Operator's CRDs")
+		case "leader-fence":
+			props["leaderFence"] = enabled("the admission fence of a replica that lost the Lease")
+		case "namespace-scope":
+			props["watchNamespaces"] = schema{"type": "array", "uniqueItems": true,
+				"items": schema{"type": "string", "pattern": dnsLabel, "maxLength": 63}}
+		case "sharding":
+			props["shardDrinks"] = enabled("the replicas share the Drinks")
+		}
+	}
+	if have["leader-fence"] && have["sharding"] {
+		// The leader fence refuses every Drink write of a replica that does
+		// not hold the leader's Lease, and with shared Drinks every replica
+		// writes its own: turned on together, the non-leaders' writes are
+		// all refused. The then names the value to turn off.
+		rules = append(rules, schema{
+			"if": schema{"properties": schema{"shardDrinks": schema{"properties": schema{"enabled": schema{"const": true}}}}},
+			"then": schema{"properties": schema{"leaderFence": schema{"properties": schema{"enabled": schema{"const": false,
+				"description": "the leader fence refuses the Drink writes of every replica but the leader, which shardDrinks.enabled makes"}}}}},
+		})
+	}
+	root := objectOf(props)
+	root["$schema"] = "http://json-schema.org/draft-07/schema#"
+	root["title"] = "myoperator chart values (generated by hack/helmchart; never edit it)"
+	if len(rules) > 0 {
+		root["allOf"] = rules
+	}
+	b, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
