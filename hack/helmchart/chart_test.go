@@ -412,3 +412,35 @@ func TestSchemaRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryValueDocumented: the chart's README and schema describe every
+// value values.yaml has, and nothing it does not (hack/helmchart's
+// valueDocs); the repository's chart has every component, so each of
+// valueDocs is among them.
+func TestEveryValueDocumented(t *testing.T) {
+	values, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := valuePaths(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for _, v := range valueDocs {
+		documented = append(documented, v.path)
+	}
+	slices.Sort(documented)
+	if !slices.Equal(have, documented) {
+		t.Errorf("values.yaml has %v,\nvalueDocs describes %v", have, documented)
+	}
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range have {
+		if !strings.Contains(string(readme), "| `"+p+"` |") {
+			t.Errorf("README.md has no row for %s", p)
+		}
+	}
+}

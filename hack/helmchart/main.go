@@ -244,6 +244,8 @@ type chart struct {
 	values              []byte
 	// schema is values.schema.json, which helm checks the values against.
 	schema []byte
+	// readme is README.md: each value, its default and what it does.
+	readme []byte
 	files  map[string][]byte // templates/<name> -> text
 }
 
@@ -418,6 +420,9 @@ func build(configDir, base, version string) (*chart, error) {
 	c.files["NOTES.txt"] = []byte(notes)
 	c.values = d.valuesYAML()
 	if c.schema, err = d.valuesSchema(); err != nil {
+		return nil, err
+	}
+	if c.readme, err = readme(c.values, c.version); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -721,7 +726,7 @@ version: %s
 appVersion: %s
 kubeVersion: ">=1.33.0-0"
 `, c.version, c.appVersion)
-	files := map[string][]byte{"Chart.yaml": []byte(meta), "values.yaml": c.values, "values.schema.json": c.schema}
+	files := map[string][]byte{"Chart.yaml": []byte(meta), "values.yaml": c.values, "values.schema.json": c.schema, "README.md": c.readme}
 	for name, b := range c.files {
 		files[filepath.Join("templates", name)] = b
 	}
