@@ -10,6 +10,9 @@
 #                             manifests as install.yaml), packaged by helm
 #   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle,
 #                                       its CSV naming the images by digest
+#   myoperator-bundle_V.oci.tar         the same files as the bundle image
+#                                       OLM's catalogs take
+#                                       (bundle.Dockerfile), an OCI index
 #   myoperator_V.oci.tar                the manager's image (manager and
 #                                       bootstrap), linux/amd64 and arm64,
 #                                       as an OCI image index
@@ -151,6 +154,24 @@ csv=$(ls "$overlay"/bundle/manifests/*.clusterserviceversion.yaml)
 sed -i "s|$IMAGE_REPO:$version\b|$manager_ref|g; s|$GUESTBOOK_IMG\b|$guestbook_ref|g" "$csv"
 grep -q "image: $manager_ref\$" "$csv" || fail "the bundle's CSV does not name $manager_ref"
 tar -czf "$dist/myoperator-bundle_$version.tar.gz" -C "$overlay/bundle" manifests metadata
+if [ "$images" = 1 ]; then
+  # The same bundle as the image a catalog (opm) takes: bundle.Dockerfile,
+  # FROM scratch with OLM's labels, over these very files. An image index
+  # of one platform, as make release-push and registries take the others;
+  # nothing in it runs, so one platform serves them all.
+  mkdir -p "$overlay/bundle-image/bundle"
+  cp -r "$overlay/bundle/manifests" "$overlay/bundle/metadata" "$overlay/bundle-image/bundle/"
+  podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
+  bundle_image=$IMAGE_REPO-bundle:$version
+  "${podman[@]}" build -q -f "$root/bundle.Dockerfile" -t "$bundle_image-image" "$overlay/bundle-image" >/dev/null
+  "${podman[@]}" manifest rm "$bundle_image" >/dev/null 2>&1 || true
+  "${podman[@]}" manifest create "$bundle_image" >/dev/null
+  "${podman[@]}" manifest add "$bundle_image" "containers-storage:$bundle_image-image" >/dev/null
+  "${podman[@]}" manifest push -q --all "$bundle_image" "oci-archive:$dist/myoperator-bundle_$version.oci.tar"
+  "${podman[@]}" manifest rm "$bundle_image" >/dev/null
+  "${podman[@]}" rmi "$bundle_image-image" >/dev/null 2>&1 || true
+  say "OLM bundle image: myoperator-bundle_$version.oci.tar ($bundle_image, bundle.Dockerfile's labels)"
+fi
 
 (cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | sort | xargs sha256sum >SHA256SUMS)
 say "dist/ for $version ($(wc -l <"$dist/SHA256SUMS") files, SHA256SUMS):"

@@ -14,6 +14,8 @@
 # - the Helm chart and the bundle's CSV name the same images as
 #   install.yaml, before and after the push, and helm template of the
 #   chart renders install.yaml's Deployment image;
+# - the OLM bundle image carries bundle.Dockerfile's labels and exactly
+#   the bundle tarball's files, and podman pulls it from the registry;
 # - the manager's image passes make test-image's checks (hack/test-image.sh).
 # Everything it starts listens on loopback and is stopped at the end.
 set -euo pipefail
@@ -105,6 +107,36 @@ check_packages() {
 }
 check_packages ghcr.io/example
 
+# The bundle image: bundle.Dockerfile's every label in its config, and in
+# its layers exactly the files of the bundle tarball, byte for byte.
+bundle_archive=dist/myoperator-bundle_$version.oci.tar
+[ -f "$bundle_archive" ] || fail "no $bundle_archive"
+python3 - "$bundle_archive" "dist/myoperator-bundle_$version.tar.gz" bundle.Dockerfile <<'PY' || fail "$bundle_archive does not hold the bundle (above)"
+import hashlib, io, json, sys, tarfile
+archive, tarball, dockerfile = sys.argv[1:]
+oci = tarfile.open(archive)
+def blob(digest):
+    return oci.extractfile("blobs/sha256/" + digest.split(":", 1)[1]).read()
+index = json.loads(oci.extractfile("index.json").read())
+top = json.loads(blob(index["manifests"][0]["digest"]))
+image = json.loads(blob(top["manifests"][0]["digest"])) if "manifests" in top else top
+labels = json.loads(blob(image["config"]["digest"]))["config"].get("Labels") or {}
+want = dict(l[len("LABEL "):].strip().split("=", 1) for l in open(dockerfile) if l.startswith("LABEL "))
+bad = [f"label {k}={labels.get(k)!r}, want {v!r}" for k, v in sorted(want.items()) if labels.get(k) != v]
+def files(t):
+    return {m.name.lstrip("./"): hashlib.sha256(t.extractfile(m).read()).hexdigest() for m in t.getmembers() if m.isfile()}
+got = {}
+for layer in image["layers"]:
+    got.update(files(tarfile.open(fileobj=io.BytesIO(blob(layer["digest"])))))
+bundle = files(tarfile.open(tarball))
+bad += [f"{f}: in the image {got.get(f, 'missing')}, in the tarball {bundle.get(f, 'missing')}" for f in sorted(set(got) | set(bundle)) if got.get(f) != bundle.get(f)]
+if not bundle or bad:
+    print("\n".join(bad or ["the bundle tarball is empty"]), file=sys.stderr)
+    sys.exit(1)
+print(f"test-dist: bundle image: {len(want)} labels of bundle.Dockerfile, the tarball's {len(bundle)} files")
+PY
+bundle_digest=$(index_digest "$bundle_archive")
+
 # A registry on loopback, and the release pushed to it.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 go -C hack/tools/registry build -o "$root/bin/registry" .
@@ -129,4 +161,11 @@ for ref in "$to/myoperator@$mgr" "$to/myoperator-guestbook@$gb"; do
   done
   say "podman pulled $ref for $PLATFORMS"
 done
+ref=$to/myoperator-bundle@$bundle_digest
+"${podman[@]}" pull -q --tls-verify=false "$ref" >/dev/null || fail "podman pull $ref"
+pulled+=("$ref")
+[ "$("${podman[@]}" image inspect "$ref" --format '{{index .Labels "operators.operatorframework.io.bundle.package.v1"}}')" = myoperator ] ||
+  fail "$ref pulled has not the bundle's package label"
+"${podman[@]}" rmi -f "$ref" >/dev/null
+say "podman pulled the bundle image $ref"
 say "all checks passed"
