@@ -32,6 +32,13 @@ make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/t
   { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
 say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
+# The repository's licence, named where each ecosystem reads it.
+for sbom in dist/sbom/*.cdx.json; do
+  [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["metadata"]["component"]["licenses"][0]["license"]["id"])' "$sbom")" = Apache-2.0 ] ||
+    fail "$sbom does not name the licence Apache-2.0 for its binary"
+done
+tar -xzOf "dist/myoperator-${version#v}.tgz" myoperator/Chart.yaml | grep -q '^  artifacthub.io/license: Apache-2.0$' || fail "the chart does not name its licence"
+say "licence Apache-2.0 in the SBOMs and the chart"
 # elf_machine FILE: the ELF e_machine of FILE (bytes 18-19, little endian).
 elf_machine() {
   case $(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n') in

@@ -725,6 +725,9 @@ type: application
 version: %s
 appVersion: %s
 kubeVersion: ">=1.33.0-0"
+annotations:
+  # The repository's LICENSE, as Artifact Hub reads it.
+  artifacthub.io/license: Apache-2.0
 `, c.version, c.appVersion)
 	files := map[string][]byte{"Chart.yaml": []byte(meta), "values.yaml": c.values, "values.schema.json": c.schema, "README.md": c.readme}
 	for name, b := range c.files {

@@ -34,14 +34,19 @@ func enabled() schema {
 
 // quantities are a resources' limits or requests: resource name ->
 // quantity, written as a string ("512Mi") or a number (1).
-var quantities = schema{"type": "object", "additionalProperties": schema{"type": []string{"string", "number"}}}
+func quantities() schema {
+	return schema{"type": "object", "additionalProperties": schema{"type": []string{"string", "number"}}}
+}
 
-// resources are a container's resources, as the pod spec has them.
-var resources = objectOf(map[string]schema{
-	"limits":   quantities,
-	"requests": quantities,
-	"claims":   {"type": "array", "items": schema{"type": "object"}},
-})
+// resources are a container's resources, as the pod spec has them; a new
+// node each time, since describe writes into it.
+func resources() schema {
+	return objectOf(map[string]schema{
+		"limits":   quantities(),
+		"requests": quantities(),
+		"claims":   {"type": "array", "items": schema{"type": "object"}},
+	})
+}
 
 // describe gives each value of s that valueDocs describes its words.
 func describe(s schema, prefix string) {
@@ -66,8 +71,8 @@ func (d *defaults) valuesSchema() ([]byte, error) {
 			"digest":     {"type": "string", "pattern": `^(sha256:[a-f0-9]{64})?$`},
 		}, "repository"),
 		"replicaCount":      {"type": "integer", "minimum": 1},
-		"resources":         resources,
-		"bootstrap":         objectOf(map[string]schema{"resources": resources}),
+		"resources":         resources(),
+		"bootstrap":         objectOf(map[string]schema{"resources": resources()}),
 		"nodeSelector":      {"type": "object", "additionalProperties": schema{"type": "string"}},
 		"tolerations":       {"type": "array", "items": schema{"type": "object"}},
 		"affinity":          {"type": "object"},

@@ -256,13 +256,16 @@ func clusterServiceVersion(all, samples []*unstructured.Unstructured, g Graph) (
 		annotations["olm.skipRange"] = r
 	}
 	spec := map[string]any{
-		"displayName":               "myoperator",
-		"icon":                      []any{map[string]any{"base64data": base64.StdEncoding.EncodeToString(icon), "mediatype": "image/svg+xml"}},
-		"description":               "Drinks rendered into ConfigMaps in three API versions at once, the Kubebuilder Guestbook as an active/standby application, configured live through one OperatorConfig.",
-		"version":                   version,
-		"maturity":                  Channel,
-		"minKubeVersion":            MinKubeVersion,
-		"provider":                  map[string]any{"name": "example.com"},
+		"displayName":    "myoperator",
+		"icon":           []any{map[string]any{"base64data": base64.StdEncoding.EncodeToString(icon), "mediatype": "image/svg+xml"}},
+		"description":    "Drinks rendered into ConfigMaps in three API versions at once, the Kubebuilder Guestbook as an active/standby application, configured live through one OperatorConfig.",
+		"version":        version,
+		"maturity":       Channel,
+		"minKubeVersion": MinKubeVersion,
+		"provider":       map[string]any{"name": "example.com"},
+		// The licence of the repository's LICENSE, where OperatorHub shows
+		// a CSV's links.
+		"links":                     []any{map[string]any{"name": "License: Apache-2.0", "url": "https://www.apache.org/licenses/LICENSE-2.0"}},
 		"installModes":              installModes(),
 		"customresourcedefinitions": map[string]any{"owned": owned},
 		"install": map[string]any{
