@@ -28,7 +28,8 @@
 # Each test first runs without its mutation and must pass: a test that
 # fails in the scratch copy anyway proves nothing (CONTROL=0 skips that).
 # A run of every patch writes test/mutations/results.txt: the commit, the
-# machine, and each patch's outcome and time.
+# machine, and each patch's outcome and time. UPDATE_RESULTS=1 with named
+# patches replaces their lines there, with a header line saying when.
 # Environment: NETNS_RUN, the command prefix that runs a command in the
 # test network namespace (make passes hack/netns.sh <name>);
 # KUBEBUILDER_ASSETS, the project-built API server.
@@ -171,6 +172,27 @@ echo "mutations: summary"
 printf '%s\n' "${summary[@]}"
 total="mutations: ${#patches[@]}, caught $caught, not caught $failed, in $(($(date +%s) - start)) s"
 echo "$total"
+if [ $# -gt 0 ] && [ "${UPDATE_RESULTS:-0}" = 1 ] && [ -f test/mutations/results.txt ]; then
+  # A patch mended after a full run, run again: its line of results.txt
+  # is replaced and a header line says when and at which commit, so that
+  # the file still holds one line per patch, each dated.
+  printf '%s\n' "${summary[@]}" >"$work/summary"
+  python3 - test/mutations/results.txt "$base" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$work/summary" <<'PY'
+import sys
+path, commit, when, summary = sys.argv[1:]
+name = lambda l: l.split()[1].rstrip(":")
+new = {name(l): l for l in open(summary).read().splitlines() if l.strip()}
+ran = sorted(new)
+lines = open(path).read().splitlines()
+head = [l for l in lines if l.startswith("#")]
+rows = [new.pop(name(l), l) for l in lines if not l.startswith(("#", "mutations:"))] + list(new.values())
+rows.sort(key=name)
+head.append(f"# run again at commit {commit}, {when}: {', '.join(ran)}")
+caught = sum(1 for l in rows if l.startswith("caught"))
+open(path, "w").write("\n".join(head + rows + [f"mutations: {len(rows)}, caught {caught}, not caught {len(rows) - caught}"]) + "\n")
+PY
+  echo "mutations: updated test/mutations/results.txt for $*"
+fi
 if [ $# -eq 0 ] && [ -z "$rotation" ]; then
   {
     echo "# make test-mutations (hack/mutations.sh, every patch; control runs without the mutation: $( [ "${CONTROL:-1}" = 1 ] && echo on || echo off))"
