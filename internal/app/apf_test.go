@@ -97,7 +97,7 @@ func TestLeaseUnderAPFSqueeze(t *testing.T) {
 	leaseBefore := w.snapshot()
 	errs, retried := createDrinksRetrying(ctx, admin, "protected", apfDrinks, true)
 	if len(errs) > 0 {
-		t.Fatalf("creating Drinks in protected: %d failed, the first: %v", len(errs), errs[0])
+		t.Fatalf("creating Drinks in protected: %d failed (%d timed out calling a webhook at first), the first: %v", len(errs), retried, errs[0])
 	}
 	// A few webhook calls time out on a busy machine; many would mean the
 	// webhooks are starved by the squeeze itself.
@@ -446,9 +446,10 @@ func createDrinks(ctx context.Context, admin client.Client, ns string, n int) []
 }
 
 // createDrinksRetrying is createDrinks, and with retry a create the API
-// server gave up calling a webhook for (its timeout passed) is sent once
-// more; it also returns how many were. On a machine whose cores the test
-// shares with other suites, a few such calls time out on CPU alone. What
+// server gave up calling a webhook for (its timeout passed) is sent
+// again, twice at most; it also returns how many were. On a machine whose
+// cores the test shares with other suites, a few such calls time out on
+// CPU alone. What
 // this test asserts of the webhooks under the squeeze is that their read
 // of the OperatorConfig is never rejected into the cache fallback
 // (myoperator_webhook_config_cache_fallbacks_total), which a retry cannot
@@ -462,8 +463,15 @@ func createDrinksRetrying(ctx context.Context, admin client.Client, ns string, n
 			return admin.Create(ctx, d)
 		}
 		err := create()
-		if retry && err != nil && webhookTimedOut(err) {
-			retried.Add(1)
+		if !retry || err == nil || !webhookTimedOut(err) {
+			return err
+		}
+		// Sent again, twice at most: under make ci's load the machine
+		// stalls for seconds at times, and one create in 30 met two
+		// timeouts in a row (both 5 s). The bound on how many creates
+		// time out at all stays with the caller.
+		retried.Add(1)
+		for attempt := 0; attempt < 2 && err != nil && webhookTimedOut(err); attempt++ {
 			if err = create(); apierrors.IsAlreadyExists(err) {
 				err = nil
 			}
