@@ -237,6 +237,9 @@ type roles struct {
 	standby          []string
 	ready            int
 	reason           string
+	// promoted: this reconcile labelled a pod active, after the one status
+	// names had gone or stopped being Ready.
+	promoted bool
 	// stuck is the first pod that cannot run the template, if any.
 	stuck    stuckPod
 	hasStuck bool
@@ -248,10 +251,13 @@ func (r roles) complete(size int32) bool {
 	return r.active != "" && int32(r.ready) >= size
 }
 
-// failedOver reports whether another pod took over from the one status
-// names (for the event; the event recorder folds a repeat into one event).
+// failedOver reports whether a pod took over from the one status names
+// (for the event; the event recorder folds a repeat into one event): a
+// promotion, even of a pod of the same name (the StatefulSet recreates a
+// deleted pod under its name, and the new one may be the Ready pod
+// promoted), or another name in status.
 func (r roles) failedOver() bool {
-	return r.previous != "" && r.active != "" && r.active != r.previous
+	return r.previous != "" && r.active != "" && (r.promoted || r.active != r.previous)
 }
 
 // assignRoles labels exactly one Ready pod active and the others standby.
@@ -290,8 +296,15 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 		}
 	}
 	if keep == "" {
-		for i := range items {
-			if p := &items[i]; podReady(p) {
+		// A standby first: it has run and been Ready the longest, where a
+		// pod the StatefulSet just recreated (the deleted active pod, by
+		// its name) has only now started.
+		candidates := slices.Clone(items)
+		slices.SortStableFunc(candidates, func(a, b corev1.Pod) int {
+			return boolRank(a.Labels[webappv1.RoleLabel] != webappv1.RoleStandby) - boolRank(b.Labels[webappv1.RoleLabel] != webappv1.RoleStandby)
+		})
+		for i := range candidates {
+			if p := &candidates[i]; podReady(p) {
 				keep = p.Name
 				if out.reason == "" {
 					out.reason = "the previous active pod is gone"
@@ -305,6 +318,7 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 				if out.previous != "" {
 					failoversTotal.Inc()
 				}
+				out.promoted = true
 				break
 			}
 		}
@@ -322,6 +336,14 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 		out.standby = append(out.standby, p.Name)
 	}
 	return out, nil
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // setRole patches a pod's role label, if it differs.
