@@ -296,13 +296,7 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 		}
 	}
 	if keep == "" {
-		// A standby first: it has run and been Ready the longest, where a
-		// pod the StatefulSet just recreated (the deleted active pod, by
-		// its name) has only now started.
-		candidates := slices.Clone(items)
-		slices.SortStableFunc(candidates, func(a, b corev1.Pod) int {
-			return boolRank(a.Labels[webappv1.RoleLabel] != webappv1.RoleStandby) - boolRank(b.Labels[webappv1.RoleLabel] != webappv1.RoleStandby)
-		})
+		candidates := promotionOrder(items)
 		for i := range candidates {
 			if p := &candidates[i]; podReady(p) {
 				keep = p.Name
@@ -338,12 +332,20 @@ func (r *GuestbookReconciler) assignRoles(ctx context.Context, g *webappv1.Guest
 	return out, nil
 }
 
-// boolRank orders false before true.
-func boolRank(b bool) int {
-	if b {
+// promotionOrder is the order in which pods are considered for active:
+// the standbys first, in name order, then the others. A standby has run
+// and been Ready the longest, where a pod the StatefulSet just recreated
+// (the deleted active pod, under its name) has only now started.
+func promotionOrder(items []corev1.Pod) []corev1.Pod {
+	notStandby := func(p corev1.Pod) int {
+		if p.Labels[webappv1.RoleLabel] == webappv1.RoleStandby {
+			return 0
+		}
 		return 1
 	}
-	return 0
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, b corev1.Pod) int { return notStandby(a) - notStandby(b) })
+	return out
 }
 
 // setRole patches a pod's role label, if it differs.
