@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,13 +35,8 @@ func TestPromotionOrder(t *testing.T) {
 			for _, p := range promotionOrder(c.pods) {
 				got = append(got, p.Name)
 			}
-			if len(got) != len(c.want) {
-				t.Fatalf("order %v, want %v", got, c.want)
-			}
-			for i := range got {
-				if got[i] != c.want[i] {
-					t.Fatalf("order %v, want %v", got, c.want)
-				}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("order %v, want %v", got, c.want)
 			}
 		})
 	}
