@@ -12,6 +12,18 @@ VERSION ?= $(eval VERSION := $$(shell go run ./hack/version))$(VERSION)
 COMMIT ?= $(eval COMMIT := $$(shell git rev-parse HEAD 2>/dev/null || echo unknown))$(COMMIT)
 
 # Pinned versions: everything the project builds or runs is named here once.
+#
+# The Go toolchain of every go command make runs (the go command fetches it
+# from the Go module proxy into the module cache, 76 MB, on first use).
+# govulncheck (make verify) found the shipped binaries of go1.26.8, the
+# machines' own Go, linking 11 vulnerable symbols of the standard library
+# (net/http, crypto/tls, crypto/x509, html/template, net/textproto), fixed
+# in go1.26.9 and go1.26.10; go1.27.3 is the toolchain these machines may
+# fetch that has the fixes. The tested binaries are the shipped ones, so
+# the tests build with it too. A go command run by hand needs the same
+# export (CONTRIBUTING.md); go.mod's toolchain line gives it to a go
+# command left at its default, GOTOOLCHAIN=auto.
+export GOTOOLCHAIN := go1.27.3
 KUBE_VERSION ?= v1.37.2
 # The oldest Kubernetes the operator supports (docs/install.md: "Supported Kubernetes
 # versions"); make test-k8s-oldest runs the envtest suites on it.
@@ -40,6 +52,13 @@ CERT_MANAGER_VERSION := $(call tools_version,github.com/cert-manager/cert-manage
 # promtool's version is that of the Prometheus module hack/tools/go.mod
 # requires (v0.316.0 is Prometheus 3.16.0); it names the binary.
 PROMTOOL_VERSION := $(call tools_version,github.com/prometheus/prometheus)
+# govulncheck (golang.org/x/vuln), in the tools' module, scans the shipped
+# binaries (make vulncheck, in make verify) against the Go vulnerability
+# database of one day: golang.org/x/vulndb at this pseudo-version, which
+# the Go module proxy serves like any module (CONTRIBUTING.md: how to move
+# it).
+GOVULNCHECK_VERSION := $(call tools_version,golang.org/x/vuln)
+VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -57,6 +76,7 @@ KUBE_SCORE := $(BIN)/kube-score-$(KUBE_SCORE_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 DEADCODE := $(BIN)/deadcode-$(DEADCODE_VERSION)
+GOVULNCHECK := $(BIN)/govulncheck-$(GOVULNCHECK_VERSION)
 KUBECTL ?= kubectl
 # The shipped packages: what the four binaries are built from.
 SHIPPED_RE := github.com/example/myoperator(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|kubectl-myoperator)(/.*)?)?$$

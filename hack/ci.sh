@@ -78,7 +78,7 @@ steps=(
   "tools|tools-module|10|tools -j2"
   "test-e2e|build k8s-binaries|0|test-e2e $after"
   "test|k8s-binaries verify-generated|0|test $after -o vet NETNS=$netns_b"
-  "verify|tools verify-generated|10|verify $after -o verify-generated"
+  "verify|tools verify-generated build|10|verify $after -o verify-generated"
   "lint|tools verify-generated|10|lint $after"
   "kube-score|tools verify-generated|10|kube-score $after"
   "test-dist|build|0|test-dist $after"

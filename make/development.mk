@@ -87,8 +87,15 @@ verify-generated: $(CONTROLLER_GEN)
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
 		echo "verify: generated files differed from their sources (now regenerated; review with git diff and commit)"; exit 1; fi
 
+# vulncheck: govulncheck on the four shipped binaries, offline, against the
+# Go vulnerability database of VULNDB_VERSION's day; a planted entry must be
+# reported first (hack/vulncheck.sh says why and how).
+.PHONY: vulncheck
+vulncheck: $(GOVULNCHECK) build ## Fail when a shipped binary links a symbol the Go vulnerability database (golang.org/x/vulndb at VULNDB_VERSION) lists as vulnerable.
+	@hack/vulncheck.sh $(GOVULNCHECK) $(VULNDB_VERSION) $(addprefix $(BIN)/,manager bootstrap guestbook-server kubectl-myoperator)
+
 .PHONY: verify
-verify: $(DEADCODE) verify-generated ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code, shipped code no binary reaches, stale file references, long commit subjects.
+verify: $(DEADCODE) verify-generated vulncheck ## Fail on drift: regenerated code and manifests, gofmt, go.mod, shipped binaries linking test code or a known vulnerability, shipped code no binary reaches, stale file references, long commit subjects.
 	@gofmt -s -l $$(git ls-files '*.go') | (! grep .) || { echo "verify: gofmt -s would change the files above; run make fmt"; exit 1; }
 	@# make manifests reads RBAC markers from these packages only.
 	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi

@@ -7,7 +7,7 @@
 # ci's second step, before its steps run side by side and would each build
 # the ones they need at the same moment).
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(KUBE_SCORE) $(CERT_MANAGER)
+tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(KUBE_SCORE) $(CERT_MANAGER)
 
 # Most tools are built in the tools' module (hack/tools/go.mod names each
 # in a tool directive), not with go install of each tool's own module:
@@ -28,13 +28,13 @@ tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM)
 # 3m40s); no other tool has a file it selects. The -X flags set each
 # tool's version where it reads one.
 TOOLS_MODULE_PKGS := sigs.k8s.io/controller-tools/cmd/controller-gen github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod \
-	github.com/prometheus/prometheus/cmd/promtool helm.sh/helm/v4/cmd/helm golang.org/x/tools/cmd/deadcode ./certmanager
+	github.com/prometheus/prometheus/cmd/promtool helm.sh/helm/v4/cmd/helm golang.org/x/tools/cmd/deadcode golang.org/x/vuln/cmd/govulncheck ./certmanager
 TOOLS_MODULE_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%) -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)
 
 .PHONY: tools-module
-tools-module: $(CONTROLLER_GEN) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, cert-manager's launcher, with one go build.
-$(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
-	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
+tools-module: $(CONTROLLER_GEN) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, govulncheck, cert-manager's launcher, with one go build.
+$(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
+	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), govulncheck $(GOVULNCHECK_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
 	rm -rf $(BIN)/.tools-module && mkdir -p $(BIN)/.tools-module $(dir $(CERT_MANAGER))
 	cd hack/tools && go build -trimpath -tags remove_all_sd -ldflags "$(TOOLS_MODULE_LDFLAGS)" -o $(BIN)/.tools-module/ $(TOOLS_MODULE_PKGS)
 	mv $(BIN)/.tools-module/controller-gen $(CONTROLLER_GEN)
@@ -42,6 +42,7 @@ $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(CERT_MANA
 	mv $(BIN)/.tools-module/promtool $(PROMTOOL)
 	mv $(BIN)/.tools-module/helm $(HELM)
 	mv $(BIN)/.tools-module/deadcode $(DEADCODE)
+	mv $(BIN)/.tools-module/govulncheck $(GOVULNCHECK)
 	mv $(BIN)/.tools-module/certmanager $(CERT_MANAGER)
 	rm -rf $(BIN)/.tools-module
 
