@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,15 +27,15 @@ import (
 const usage = `kubectl myoperator: look at and fix a myoperator installation.
 
 Usage:
-  kubectl myoperator status  [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
-  kubectl myoperator doctor  [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
+  kubectl myoperator status  [-n NAMESPACE] [-o json|yaml] [kubectl's flags]
+  kubectl myoperator doctor  [-n NAMESPACE] [-o json|yaml] [kubectl's flags]
   kubectl myoperator convert --to VERSION [-f FILE]...
   kubectl myoperator version
 
 status   the operator's pods and leader, webhooks and certificate, Drinks,
          Guestbooks and the OperatorConfig cluster.
 doctor   checks the installation's invariants; prints each finding with the
-         command that fixes it; exits 1 on any finding.
+         command that fixes it; exits 1 on any finding, whatever -o says.
 convert  converts Drink manifests between versions offline.
 
 "kubectl myoperator COMMAND --help" describes each.
@@ -72,14 +74,36 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return conn.Client()
 	}
+	var output *string
+	// checkOutput refuses an -o the commands do not print, before the
+	// cluster is read.
+	checkOutput := func() error {
+		if *output != "" && !slices.Contains(plugin.OutputFormats, *output) {
+			return fmt.Errorf("--output %q: want one of %s (or none, for text)", *output, strings.Join(plugin.OutputFormats, ", "))
+		}
+		return nil
+	}
 	switch cmd {
 	case "status":
+		output = plugin.AddOutputFlag(fs)
 		c, err := connect("Show only the Drinks of this namespace (default: every namespace).")
 		if err != nil {
 			return err
 		}
-		return status.Print(ctx, stdout, c, conn.OperatorNamespace, conn.Namespace, time.Now())
+		if err := checkOutput(); err != nil {
+			return err
+		}
+		r, err := status.Read(ctx, c, conn.OperatorNamespace, conn.Namespace, time.Now())
+		if err != nil {
+			return err
+		}
+		if *output != "" {
+			return plugin.Encode(stdout, *output, r)
+		}
+		status.Text(stdout, r)
+		return nil
 	case "doctor":
+		output = plugin.AddOutputFlag(fs)
 		fs.Usage = func() {
 			fmt.Fprintln(fs.Output(), "Checks the installation's invariants against the live cluster; prints each finding with\nthe command that fixes it and exits 1 on any (2 when the cluster cannot be read).\nChecks:")
 			for _, c := range doctor.Checks {
@@ -92,12 +116,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
+		if err := checkOutput(); err != nil {
+			return err
+		}
 		s, err := doctor.Read(ctx, c, conn.OperatorNamespace, conn.Namespace)
 		if err != nil {
 			return err
 		}
 		findings := doctor.Run(s)
-		doctor.Print(stdout, s, findings)
+		if *output != "" {
+			if err := plugin.Encode(stdout, *output, doctor.NewReport(s, findings)); err != nil {
+				return err
+			}
+		} else {
+			doctor.Print(stdout, s, findings)
+		}
 		if len(findings) > 0 {
 			return errFindings
 		}

@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // TestRun: the commands as typed, those that need no cluster.
 func TestRun(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\ncurrent-context: a\nclusters: [{name: a, cluster: {server: \"https://127.0.0.1:1\"}}]\ncontexts: [{name: a, context: {cluster: a, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
 	drink := "apiVersion: example.com/v1beta1\nkind: Drink\nmetadata: {name: d}\nspec: {name: D, drink: tea, size: Small}\n"
 	for _, tc := range []struct {
 		args      []string
@@ -22,6 +29,11 @@ func TestRun(t *testing.T) {
 		{[]string{"doctor", "--help"}, "", "accepted-config", "pflag: help requested"},
 		{[]string{"frobnicate"}, "", "", `unknown command "frobnicate"`},
 		{nil, "", "kubectl myoperator doctor", ""},
+		// Refused before the cluster is read (the kubeconfig's server does not exist).
+		{[]string{"status", "-o", "wide"}, "", "", `--output "wide": want one of json, yaml`},
+		{[]string{"doctor", "--output=table"}, "", "", `--output "table": want one of json, yaml`},
+		{[]string{"status", "--help"}, "", "--as-group", "pflag: help requested"},
+		{[]string{"doctor", "--help"}, "", "--request-timeout", "pflag: help requested"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out bytes.Buffer

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/scheme"
@@ -25,23 +28,33 @@ const (
 	PodSelector = names.NameLabel + "=" + names.AppName + ",control-plane=controller-manager"
 )
 
-// Connection holds the flags that choose the cluster, as kubectl names
-// them, and loads the kubeconfig the way kubectl does: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config; --context, else its current context.
+// Connection holds the flags that choose the cluster and how to reach it,
+// kubectl's own (client-go's clientcmd defines them for kubectl too):
+// --kubeconfig, --context, --cluster, --user, -n/--namespace, --server,
+// --token, --as, --as-group, --as-uid, --request-timeout, the TLS and
+// client certificate flags. It loads the kubeconfig the way kubectl does:
+// --kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context, else
+// its current context.
 type Connection struct {
 	Kubeconfig string
-	Context    string
 	// Namespace is -n/--namespace, "" when not given (the subcommand then
 	// decides: all namespaces, or the kubeconfig context's).
 	Namespace string
 	// OperatorNamespace is where the operator runs (--operator-namespace).
 	OperatorNamespace string
+
+	overrides clientcmd.ConfigOverrides
 }
 
-// AddFlags registers the connection flags on fs.
+// AddFlags registers the connection flags on fs; namespaceHelp describes
+// -n/--namespace for the subcommand ("" leaves the flag out).
 func (c *Connection) AddFlags(fs *pflag.FlagSet, namespaceHelp string) {
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
-	fs.StringVar(&c.Context, "context", "", "The kubeconfig context to use (default: its current context).")
+	fs.StringVar(&c.Kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
+	flags := clientcmd.RecommendedConfigOverrideFlags("")
+	// -n is the subcommand's scope, not the context's namespace: without
+	// it, status and doctor look at every namespace.
+	flags.ContextOverrideFlags.Namespace = clientcmd.FlagInfo{}
+	clientcmd.BindOverrideFlags(&c.overrides, fs, flags)
 	if namespaceHelp != "" {
 		fs.StringVarP(&c.Namespace, "namespace", "n", "", namespaceHelp)
 	}
@@ -51,8 +64,7 @@ func (c *Connection) AddFlags(fs *pflag.FlagSet, namespaceHelp string) {
 func (c *Connection) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &c.overrides)
 }
 
 // RESTConfig returns the client configuration the flags choose.
@@ -156,4 +168,31 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// OutputFormats are the values of status's and doctor's -o/--output,
+// besides the default text.
+var OutputFormats = []string{"json", "yaml"}
+
+// AddOutputFlag registers -o/--output on fs.
+func AddOutputFlag(fs *pflag.FlagSet) *string {
+	return fs.StringP("output", "o", "", "Print the report as "+strings.Join(OutputFormats, " or ")+" instead of text, for scripts; the fields are the text's.")
+}
+
+// Encode writes v as format, one of OutputFormats.
+func Encode(w io.Writer, format string, v any) error {
+	switch format {
+	case "json":
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return fmt.Errorf("--output %q: want one of %s", format, strings.Join(OutputFormats, ", "))
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -31,7 +32,8 @@ contexts:
 
 // TestConnection: the kubeconfig comes from --kubeconfig, else
 // $KUBECONFIG; the context from --context, else the current one; -n and
-// --namespace set the namespace.
+// --namespace set the namespace; kubectl's other flags (clientcmd's) reach
+// the client: --server, --token, --as, --as-group, --request-timeout.
 func TestConnection(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "config")
 	if err := os.WriteFile(file, []byte(kubeconfig), 0o600); err != nil {
@@ -42,10 +44,16 @@ func TestConnection(t *testing.T) {
 		env        string
 		args       []string
 		host, nsIs string
+		as, token  string
+		groups     []string
+		timeout    time.Duration
 	}{
-		{"KUBECONFIG, current context", file, nil, "https://127.0.0.1:1001", ""},
-		{"--context", file, []string{"--context", "b", "-n", "cafe"}, "https://127.0.0.1:1002", "cafe"},
-		{"--kubeconfig over KUBECONFIG", "/nonexistent", []string{"--kubeconfig", file, "--namespace=bar"}, "https://127.0.0.1:1001", "bar"},
+		{name: "KUBECONFIG, current context", env: file, host: "https://127.0.0.1:1001", token: "t"},
+		{name: "--context", env: file, args: []string{"--context", "b", "-n", "cafe"}, host: "https://127.0.0.1:1002", nsIs: "cafe", token: "t"},
+		{name: "--kubeconfig over KUBECONFIG", env: "/nonexistent", args: []string{"--kubeconfig", file, "--namespace=bar"}, host: "https://127.0.0.1:1001", nsIs: "bar", token: "t"},
+		{name: "--as, --as-group, --request-timeout", env: file, args: []string{"--as", "jane", "--as-group", "tenants", "--as-group=auditors", "--request-timeout", "5s"},
+			host: "https://127.0.0.1:1001", token: "t", as: "jane", groups: []string{"tenants", "auditors"}, timeout: 5 * time.Second},
+		{name: "--server, --token", env: file, args: []string{"--server", "https://127.0.0.1:1003", "--token", "other"}, host: "https://127.0.0.1:1003", token: "other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
@@ -61,6 +69,10 @@ func TestConnection(t *testing.T) {
 			}
 			if cfg.Host != tc.host || c.Namespace != tc.nsIs || c.OperatorNamespace != names.Namespace {
 				t.Errorf("host %s, namespace %q, operator namespace %q; want %s, %q, %q", cfg.Host, c.Namespace, c.OperatorNamespace, tc.host, tc.nsIs, names.Namespace)
+			}
+			if cfg.BearerToken != tc.token || cfg.Impersonate.UserName != tc.as || !slices.Equal(cfg.Impersonate.Groups, tc.groups) || cfg.Timeout != tc.timeout {
+				t.Errorf("token %q, as %q %v, timeout %s; want %q, %q %v, %s", cfg.BearerToken, cfg.Impersonate.UserName, cfg.Impersonate.Groups, cfg.Timeout,
+					tc.token, tc.as, tc.groups, tc.timeout)
 			}
 		})
 	}

@@ -25,13 +25,13 @@ import (
 // Finding is one broken invariant.
 type Finding struct {
 	// Check is the name of the check that found it.
-	Check string
+	Check string `json:"check"`
 	// Object is what is wrong, as kind/namespace/name.
-	Object string
+	Object string `json:"object"`
 	// Problem says what is wrong.
-	Problem string
+	Problem string `json:"problem"`
 	// Fix is the command that fixes it.
-	Fix string
+	Fix string `json:"fix"`
 }
 
 // Check is one invariant.

@@ -3,12 +3,15 @@ package doctor_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -88,15 +91,35 @@ func TestDoctorOnAPIServer(t *testing.T) {
 
 	// Healthy: the operator has converged.
 	testenv.Eventually(t, 30*time.Second, func() string { return report(ctx, t, k8s) })
-	var out bytes.Buffer
-	if err := status.Print(ctx, &out, k8s, operatorNS, "", time.Now()); err != nil {
+	r, err := status.Read(ctx, k8s, operatorNS, "", time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
+	var out bytes.Buffer
+	status.Text(&out, r)
 	var lines []string
 	for l := range strings.Lines(out.String()) {
 		lines = append(lines, strings.Join(strings.Fields(l), " "))
 	}
 	summary := strings.Join(lines, "\n")
+	// -o json and -o yaml print the same report, whole.
+	for _, format := range plugin.OutputFormats {
+		var b bytes.Buffer
+		if err := plugin.Encode(&b, format, r); err != nil {
+			t.Fatal(err)
+		}
+		back := &status.Report{}
+		if err := yaml.Unmarshal(b.Bytes(), back); err != nil {
+			t.Fatalf("-o %s: %v:\n%s", format, err, b.String())
+		}
+		if diff := cmp.Diff(r, back); diff != "" {
+			t.Errorf("-o %s does not read back as the report (-want +got):\n%s", format, diff)
+		}
+	}
+	if r.Operator.Leader != podName || r.DrinksByAuthoredVersion["v1"] != 5 || r.Certificate.NotAfter == nil || r.OperatorConfig == nil ||
+		!slices.Equal(r.OperatorConfig.Customized, []string{"logLevel"}) {
+		t.Errorf("report: leader %q, v1 Drinks %d, certificate %+v, OperatorConfig %+v", r.Operator.Leader, r.DrinksByAuthoredVersion["v1"], r.Certificate, r.OperatorConfig)
+	}
 	for _, want := range []string{"leader: " + podName, "webhook mdrink.example.com", "crd/drinks.example.com conversion webhook", "expires",
 		"cafe alpha v1alpha1 v1alpha1 True", "cafe example-drink v1 v1+course True", "by authored version: v1alpha1 1, v1beta1 1, v1 5",
 		"state: Managed Ready: True customized: logLevel"} {
@@ -255,6 +278,19 @@ func report(ctx context.Context, t *testing.T, c client.Client) string {
 	}
 	var b bytes.Buffer
 	doctor.Print(&b, s, findings)
+	// -o json holds the same findings.
+	r := doctor.NewReport(s, findings)
+	var j bytes.Buffer
+	if err := plugin.Encode(&j, "json", r); err != nil {
+		t.Fatal(err)
+	}
+	back := &doctor.Report{}
+	if err := json.Unmarshal(j.Bytes(), back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, back); diff != "" || len(back.Findings) != len(findings) {
+		t.Errorf("-o json does not read back as the report (-want +got):\n%s", diff)
+	}
 	return b.String()
 }
 
