@@ -144,6 +144,15 @@ func (h *streamingConversion) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		h.refuseTooLarge(w, r, fmt.Sprintf("the ConversionReview is %d bytes", r.ContentLength))
 		return
 	}
+	// The answer is written while the review is still being read, one
+	// object at a time. Over HTTP/1.1 (the webhook server's default) Go's
+	// server may close the request body once the answer begins unless the
+	// handler asks for full duplex; from go1.27 it does, and every review
+	// then failed with "invalid Read on closed Body". HTTP/2 always allows
+	// it, and its writer may say so with ErrNotSupported.
+	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil && r.ProtoMajor == 1 {
+		ctrl.LoggerFrom(r.Context()).WithName("conversion-webhook").Error(err, "cannot read the review while answering it; conversion may fail")
+	}
 	win := &window{r: http.MaxBytesReader(w, r.Body, h.limits.MaxRequestBytes), max: h.limits.MaxObjectBytes}
 	out := &reviewWriter{w: w}
 	var rv review
