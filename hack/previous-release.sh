@@ -15,6 +15,14 @@
 #
 # Usage: hack/previous-release.sh
 set -euo pipefail
+# The release as it was built: by the Go its tree asks for (its go.mod),
+# else the machine's own, not by the toolchain this tree's Makefile pins
+# for its own binaries (go1.27.3, for fixes of the standard library). v0.2.0
+# was built with go1.26.8, whose HTTP/1.1 server still let its conversion
+# webhook read a review while answering it; go1.27.3 does not (the fix is
+# in internal/webhook/convert.go), so the upgrade would start from a build
+# no user has.
+export GOTOOLCHAIN=auto
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -71,8 +79,8 @@ fi
 # A tree that someone edited is not the release.
 [ -z "$(git -C "$dir" status --porcelain --untracked-files=no)" ] || fail "$dir has local changes; remove it (git worktree remove --force $dir)"
 
-# The release's own build recipe, with the same Go toolchain and module
-# cache as the current tree.
+# The release's own build recipe, with the module cache of the current
+# tree.
 if [ "$(cat "$dir/bin/.previous-release-built" 2>/dev/null)" != "$stamp" ]; then
   rm -f "$dir/bin/.previous-release-built"
   make -C "$dir" --no-print-directory build >&2 || fail "make build of $version (commit $commit) failed; see above"
