@@ -101,6 +101,15 @@ func TestStreamingConversion(t *testing.T) {
 	limits := ConversionLimits{MaxRequestBytes: 1 << 20, MaxObjectBytes: 64 << 10}
 	three := drinkJSON(t, "a", nil) + "," + drinkJSON(t, "b", nil) + "," + drinkJSON(t, "c", nil)
 	wrongType := drinkJSON(t, "typo", func(u map[string]any) { u["spec"].(map[string]any)["sugarCubes"] = "two" })
+	// 200 Drinks: the answer passes the server's 4 KiB write buffer long
+	// before the review is read whole, so it goes out while the handler
+	// still reads (go1.27's HTTP/1.1 server closed the body then, unless
+	// the handler asks for full duplex).
+	var many, manyNames []string
+	for i := range 200 {
+		name := fmt.Sprintf("d%03d", i)
+		many, manyNames = append(many, drinkJSON(t, name, nil)), append(manyNames, name)
+	}
 	tests := []struct {
 		name string
 		body func() io.Reader
@@ -122,6 +131,13 @@ func TestStreamingConversion(t *testing.T) {
 				return strings.NewReader(`{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{"uid":"r1","desiredAPIVersion":"example.com/v1alpha1","objects":[` + three + `]}}`)
 			},
 			wantCode: http.StatusOK, wantResult: metav1.StatusSuccess, wantNames: []string{"a", "b", "c"},
+		},
+		{
+			name: "200 Drinks: answered while still read",
+			body: func() io.Reader {
+				return strings.NewReader(`{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{"uid":"r1","desiredAPIVersion":"example.com/v1alpha1","objects":[` + strings.Join(many, ",") + `]}}`)
+			},
+			wantCode: http.StatusOK, wantResult: metav1.StatusSuccess, wantNames: manyNames,
 		},
 		{
 			name: "objects before the uid and desiredAPIVersion",
@@ -179,10 +195,13 @@ func TestStreamingConversion(t *testing.T) {
 			length: -1, wantCode: http.StatusRequestEntityTooLarge, wantInBody: "--conversion-max-object-bytes", maxRead: 3 * 64 << 10,
 		},
 		{
+			// 5,000 Drinks are 1.1 MB. With 4,000 (892 KB, under the bound)
+			// this row passed before the handler asked for full duplex,
+			// because the server had closed the body under it.
 			name: "over the request bound after the answer began: the connection is cut",
 			body: func() io.Reader {
 				return io.MultiReader(strings.NewReader(`{"request":{"uid":"r1","desiredAPIVersion":"example.com/v1alpha1","objects":[`+drinkJSON(t, "first", nil)),
-					repeat(","+drinkJSON(t, "more", nil), 4000), strings.NewReader(`]}}`))
+					repeat(","+drinkJSON(t, "more", nil), 5000), strings.NewReader(`]}}`))
 			},
 			length: -1, wantCode: 0, maxRead: 1<<20 + 64<<10,
 		},
