@@ -116,7 +116,7 @@ func TestDoctorOnAPIServer(t *testing.T) {
 			t.Errorf("-o %s does not read back as the report (-want +got):\n%s", format, diff)
 		}
 	}
-	if r.Operator.Leader != podName || r.DrinksByAuthoredVersion["v1"] != 5 || r.Certificate.NotAfter == nil || r.OperatorConfig == nil ||
+	if r.Operator.Leader != podName || r.DrinksByAuthoredVersion["v1"] != 5 || r.Certificate.NotAfter == nil || r.Certificate.DaysLeft == nil || *r.Certificate.DaysLeft < 0 || r.OperatorConfig == nil ||
 		!slices.Equal(r.OperatorConfig.Customized, []string{"logLevel"}) {
 		t.Errorf("report: leader %q, v1 Drinks %d, certificate %+v, OperatorConfig %+v", r.Operator.Leader, r.DrinksByAuthoredVersion["v1"], r.Certificate, r.OperatorConfig)
 	}

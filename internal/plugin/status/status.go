@@ -72,8 +72,9 @@ type Webhook struct {
 type Certificate struct {
 	Secret   string     `json:"secret,omitempty"`
 	NotAfter *time.Time `json:"notAfter,omitempty"`
-	// DaysLeft is negative once it expired.
-	DaysLeft int    `json:"daysLeft"`
+	// DaysLeft is negative once it expired; absent with Problem, so that
+	// a script never reads a missing certificate as expiring today.
+	DaysLeft *int   `json:"daysLeft,omitempty"`
 	Problem  string `json:"problem,omitempty"`
 }
 
@@ -284,10 +285,11 @@ func certificate(s *corev1.Secret, now time.Time) Certificate {
 	}
 	notAfter := cert.NotAfter.UTC()
 	c.NotAfter = &notAfter
-	c.DaysLeft = int(notAfter.Sub(now).Hours() / 24)
-	if notAfter.Before(now) && c.DaysLeft == 0 {
-		c.DaysLeft = -1
+	days := int(notAfter.Sub(now).Hours() / 24)
+	if notAfter.Before(now) && days == 0 {
+		days = -1
 	}
+	c.DaysLeft = &days
 	return c
 }
 
@@ -296,8 +298,8 @@ func (c Certificate) text() string {
 	if c.Problem != "" {
 		return c.Problem
 	}
-	when := fmt.Sprintf("in %d days", c.DaysLeft)
-	if c.DaysLeft < 0 {
+	when := fmt.Sprintf("in %d days", *c.DaysLeft)
+	if *c.DaysLeft < 0 {
 		when = "EXPIRED"
 	}
 	return fmt.Sprintf("secret %s, expires %s (%s)", c.Secret, c.NotAfter.Format(time.RFC3339), when)
