@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Writes what release VERSION publishes into dist/ (not committed):
 #
-#   hack/dist.sh vX.Y.Z[-rc.N]
+#   hack/dist.sh [X.Y.Z[-rc.N]]
+#
+# The files are this tree's, under the version hack/version -dist gives:
+# the release asked for only when it was recorded from HEAD's tree (make
+# release writes them right after recording it), this tree's own version
+# (v0.2.0-424-g274aa16, say) when none is asked for; any other is refused,
+# with the command that builds that release from its own commit, so that
+# no file says it is a release it was not built from.
 #
 #   install.yaml              config/default, every image by digest
 #   install-certmanager.yaml  the same with cert-manager issuing the webhook
 #                             certificate (config/certmanager-default)
 #   myoperator-V.tgz          the Helm chart (hack/helmchart from the same
 #                             manifests as install.yaml), packaged by helm
-#   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle,
+#   myoperator-bundle_V.tar.gz          the release's frozen OLM bundle
+#                                       (a development build's, generated:
+#                                       it replaces the newest release),
 #                                       its CSV naming the images by digest
 #   myoperator-bundle_V.oci.tar         the same files as the bundle image
 #                                       OLM's catalogs take
@@ -33,11 +42,12 @@
 # built for the host's architecture only, for their SBOMs, and the
 # manifests name the images by tag.
 set -euo pipefail
-version=${1:?usage: hack/dist.sh vX.Y.Z[-rc.N]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 say() { echo "dist: $*"; }
 fail() { echo "dist: $*" >&2; exit 1; }
+version=$(go run ./hack/version -dist ${1:+"$1"}) || fail "refused (nothing written)"
+say "writing this tree's files as $version"
 
 IMAGE_REPO=${IMAGE_REPO:-ghcr.io/example/myoperator}
 # The Guestbook server's image keeps its own version (guestbook.Dockerfile's
@@ -155,12 +165,18 @@ HELM_CACHE_HOME=$overlay/helm HELM_CONFIG_HOME=$overlay/helm HELM_DATA_HOME=$ove
 [ -f "$dist/myoperator-${version#v}.tgz" ] || fail "helm package wrote no myoperator-${version#v}.tgz"
 
 bundle=bundle/releases/$version
-[ -d "$bundle" ] || fail "$bundle missing: make bundle-release VERSION=${version#v} writes it"
+if [ -d "$bundle" ]; then
+  cp -r "$bundle" "$overlay/bundle"
+else
+  # No release has this version (make dist of a development tree): its
+  # bundle is generated, replacing the newest release's.
+  go run ./hack/bundle --version "${version#v}" --out "$overlay/bundle" >/dev/null
+fi
 # The frozen bundle names the images by tag (it is written before they are
-# built); the published one names them as install.yaml does.
-cp -r "$bundle" "$overlay/bundle"
+# built; a development bundle by config/manager's tag, the newest
+# release's); the published one names them as install.yaml does.
 csv=$(ls "$overlay"/bundle/manifests/*.clusterserviceversion.yaml)
-sed -i "s|$IMAGE_REPO:$version\b|$manager_ref|g; s|$GUESTBOOK_IMG\b|$guestbook_ref|g" "$csv"
+sed -i "s|$IMAGE_REPO:v[0-9][^\"' ]*|$manager_ref|g; s|$GUESTBOOK_IMG\b|$guestbook_ref|g" "$csv"
 grep -q "image: $manager_ref\$" "$csv" || fail "the bundle's CSV does not name $manager_ref"
 tar -czf "$dist/myoperator-bundle_$version.tar.gz" -C "$overlay/bundle" manifests metadata
 if [ "$images" = 1 ]; then

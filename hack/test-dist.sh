@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Checks a release's files end to end (make test-dist): make dist with
-# images for the newest recorded release, then
+# Checks a release's files end to end (make test-dist): make dist refusing
+# the newest release (HEAD is not its tree; its own commit builds it, the
+# refusal says how) and a version no release has, then make dist with
+# images of this tree, as its version (hack/version -dist), then
 # - every file of dist/ holds its SHA256SUMS line;
 # - the kubectl plugin is there for every platform, an ELF binary of that
 #   architecture, and the host's prints the release's version;
@@ -25,11 +27,27 @@ fail() { echo "test-dist: $*" >&2; exit 1; }
 say() { echo "test-dist: $*"; }
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
-version=$(go run ./hack/version -newest)
 HELM=${HELM:?set HELM to the helm binary (make test-dist builds it)}
 
-make --no-print-directory dist VERSION="$version" RELEASE_IMAGES=1 >"$root/bin/test-dist.log" 2>&1 ||
-  { tail -20 "$root/bin/test-dist.log"; fail "make dist VERSION=$version failed (bin/test-dist.log)"; }
+# make dist never packs this tree as a release it was not cut from.
+newest=$(go run ./hack/version -newest)
+if [ "$(go run ./hack/version)" != "$newest" ]; then
+  mkdir -p dist && echo "left by test-dist" >dist/.before-refusal
+  out=$(make --no-print-directory dist VERSION="$newest" 2>&1) && fail "make dist VERSION=$newest packed this tree as $newest, which was released from another: $out"
+  grep -q "was released from .*make dist would pack this tree's code as $newest.* git worktree add " <<<"$out" ||
+    fail "make dist VERSION=$newest was refused without naming the release's commit and the command that builds it: $out"
+  [ -f dist/.before-refusal ] || fail "make dist VERSION=$newest refused, but only after it had emptied dist/"
+  rm -f dist/.before-refusal
+  say "make dist VERSION=$newest refused: $(grep -o "version: .*" <<<"$out" | head -1)"
+fi
+out=$(make --no-print-directory dist VERSION=999.0.0 2>&1) && fail "make dist VERSION=999.0.0 packed this tree as a version no release has: $out"
+grep -q "v999.0.0 is no release of the record" <<<"$out" || fail "make dist VERSION=999.0.0 refused, but not for having no release: $out"
+say "make dist VERSION=999.0.0 refused: $(grep -o "version: .*" <<<"$out" | head -1)"
+
+version=$(go run ./hack/version -dist)
+make --no-print-directory dist RELEASE_IMAGES=1 >"$root/bin/test-dist.log" 2>&1 ||
+  { tail -20 "$root/bin/test-dist.log"; fail "make dist ($version) failed (bin/test-dist.log)"; }
+grep -q "^dist: writing this tree's files as $version\$" "$root/bin/test-dist.log" || fail "make dist did not write the tree's files as $version (bin/test-dist.log)"
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
 say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
 # The repository's licence, named where each ecosystem reads it.
@@ -113,6 +131,14 @@ check_packages() {
   say "chart and bundle name $1/myoperator@$mgr"
 }
 check_packages ghcr.io/example
+# The bundle is the tree's: its CSV is this version, replacing the newest
+# release (a development tree's bundle is generated; a release's frozen).
+csv=$(tar -xzOf "dist/myoperator-bundle_$version.tar.gz" manifests/myoperator.clusterserviceversion.yaml)
+grep -q "^  version: ${version#v}\$" <<<"$csv" || fail "the bundle's CSV is not version ${version#v}: $(grep '^  version:' <<<"$csv")"
+if [ "$version" != "$newest" ]; then
+  grep -q "^  replaces: myoperator.$newest\$" <<<"$csv" || fail "the bundle's CSV of $version does not replace the newest release $newest: $(grep '^  replaces:' <<<"$csv")"
+fi
+say "bundle: CSV version ${version#v}$([ "$version" = "$newest" ] || echo ", replacing myoperator.$newest")"
 
 # The bundle image: bundle.Dockerfile's every label in its config, and in
 # its layers exactly the files of the bundle tarball, byte for byte.

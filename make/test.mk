@@ -180,10 +180,10 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"; m=1; next} m && /^        / {b=b $$0 "\n"; next} {m=0} /^--- FAIL: / {printf "%s", b; b=""} /^panic: test timed out/ {t=1} /^goroutine / {t=0} t {print}' $(BIN)/$(E2E_NAME).log | tail -n 120; exit 1; }
 
 .PHONY: test-e2e-install-ways
-test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest release, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
+test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist of this tree, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
 	@# make ci ran make test-dist first: its dist/ of this very tree is restored (hack/dist-snapshot.sh) instead of built again.
-	v=$$(go run ./hack/version -newest); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
-	  $(MAKE) --no-print-directory dist VERSION=$$v RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
+	v=$$(go run ./hack/version -dist); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
+	  $(MAKE) --no-print-directory dist RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
 	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
 	@# The helm run's two upgrades keep their stable window short: area=upgrade holds the same operator still for two minutes.
 	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
@@ -191,7 +191,7 @@ test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) ## make dist for the newest re
 .PHONY: test-e2e-real
 test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default, then make dist's install.yaml pulled by containerd from a loopback registry; not in make ci (docs/REAL-NODE.md).
 	$(MAKE) test-e2e E2E_NODE=real; rc=$$?; ip netns del myoperator-node 2>/dev/null; [ $$rc = 0 ] || exit $$rc
-	$(MAKE) --no-print-directory dist VERSION=$$(go run ./hack/version -newest) RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
+	$(MAKE) --no-print-directory dist RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
 	$(MAKE) test-e2e E2E_NODE=real E2E_INSTALL=manifest; rc=$$?; ip netns del myoperator-node 2>/dev/null; exit $$rc
 
 .PHONY: ci

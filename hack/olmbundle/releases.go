@@ -100,6 +100,10 @@ func Upgrade(released []Version, v Version) Graph {
 type Graph struct {
 	Version  Version
 	Previous *Version
+	// Development: a build of a commit after Previous (a version Describe
+	// gives, such as 0.2.0-424-g274aa16), which semver orders before its
+	// release; no catalog holds it, so it skips no range.
+	Development bool
 }
 
 // Replaces is spec.replaces: the previous release's CSV, so that OLM
@@ -119,7 +123,7 @@ func (g Graph) Replaces() string {
 // stored format: the upgrade the e2e suite proves from the previous release
 // holds from them too. The first release has nothing to skip.
 func (g Graph) SkipRange() string {
-	if g.Previous == nil {
+	if g.Previous == nil || g.Development {
 		return ""
 	}
 	return fmt.Sprintf(">=%s <%s", g.Previous, g.Version)
@@ -165,4 +169,28 @@ func WriteRelease(root, ver string) (Graph, string, error) {
 	}
 	g := Upgrade(released, v)
 	return g, dir, Generate(dir, Options{Graph: g})
+}
+
+// WriteDevelopment writes the bundle of a development build ver (no
+// release: a commit after the newest one, as make dist writes it) into
+// dir/manifests and dir/metadata. It replaces the newest released bundle,
+// the release its version is counted from, whatever semver says of a
+// pre-release of that release's own number.
+func WriteDevelopment(root, ver, dir string) (Graph, error) {
+	v, err := ParseVersion(ver)
+	if err != nil {
+		return Graph{}, err
+	}
+	released, err := Released(filepath.Join(root, "bundle", ReleasesDir))
+	if err != nil {
+		return Graph{}, err
+	}
+	g := Graph{Version: v, Development: true}
+	if n := len(released); n > 0 {
+		if released[n-1] == v {
+			return g, fmt.Errorf("%s is a release: its bundle is bundle/%s/v%s", v, ReleasesDir, v)
+		}
+		g.Previous = &released[n-1]
+	}
+	return g, Generate(dir, Options{Graph: g})
 }

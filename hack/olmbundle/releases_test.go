@@ -113,19 +113,30 @@ func TestReleaseCandidateInTheGraph(t *testing.T) {
 	}
 }
 
-// TestWriteRelease writes a release's bundle beside a copy of v0.1.0's
-// (make bundle-release VERSION=0.2.0), checks its CSV's place in the graph,
-// and that a second run refuses to rewrite it.
-func TestWriteRelease(t *testing.T) {
+// withReleasedBundles is a temporary root whose bundle/releases holds a
+// copy of the repository's frozen bundles of versions; it returns the root
+// and that folder.
+func withReleasedBundles(t *testing.T, versions ...string) (string, string) {
+	t.Helper()
 	root, err := testutil.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
 	releases := filepath.Join(tmp, "bundle", olmbundle.ReleasesDir)
-	if err := os.CopyFS(filepath.Join(releases, "v0.1.0"), os.DirFS(filepath.Join(root, "bundle", olmbundle.ReleasesDir, "v0.1.0"))); err != nil {
-		t.Fatal(err)
+	for _, v := range versions {
+		if err := os.CopyFS(filepath.Join(releases, v), os.DirFS(filepath.Join(root, "bundle", olmbundle.ReleasesDir, v))); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return tmp, releases
+}
+
+// TestWriteRelease writes a release's bundle beside a copy of v0.1.0's
+// (make bundle-release VERSION=0.2.0), checks its CSV's place in the graph,
+// and that a second run refuses to rewrite it.
+func TestWriteRelease(t *testing.T) {
+	tmp, releases := withReleasedBundles(t, "v0.1.0")
 	if _, _, err := olmbundle.WriteRelease(tmp, "0.2.0"); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +154,33 @@ func TestWriteRelease(t *testing.T) {
 	}
 	if _, _, err := olmbundle.WriteRelease(tmp, "0.2.0"); err == nil || !strings.Contains(err.Error(), "never rewritten") {
 		t.Errorf("second WriteRelease(0.2.0): %v, want a refusal", err)
+	}
+}
+
+// TestWriteDevelopment: make dist's bundle of a commit after the newest
+// release replaces that release, although semver orders its version
+// (a pre-release of the same number) before it, and skips no range; a
+// released version is refused.
+func TestWriteDevelopment(t *testing.T) {
+	tmp, _ := withReleasedBundles(t, "v0.1.0", "v0.2.0")
+	out := filepath.Join(tmp, "dev")
+	if _, err := olmbundle.WriteDevelopment(tmp, "0.2.0-424-g274aa16", out); err != nil {
+		t.Fatal(err)
+	}
+	csv := &unstructured.Unstructured{Object: readYAML(t, filepath.Join(out, "manifests", olmbundle.PackageName+".clusterserviceversion.yaml"))}
+	replaces, _, _ := unstructured.NestedString(csv.Object, "spec", "replaces")
+	version, _, _ := unstructured.NestedString(csv.Object, "spec", "version")
+	if csv.GetName() != "myoperator.v0.2.0-424-g274aa16" || version != "0.2.0-424-g274aa16" || replaces != "myoperator.v0.2.0" {
+		t.Errorf("development CSV %s version %s replaces %q, want myoperator.v0.2.0-424-g274aa16 replacing myoperator.v0.2.0", csv.GetName(), version, replaces)
+	}
+	if r, ok := csv.GetAnnotations()["olm.skipRange"]; ok {
+		t.Errorf("development CSV skips %q, want no olm.skipRange", r)
+	}
+	if _, err := os.Stat(filepath.Join(out, "metadata", "annotations.yaml")); err != nil {
+		t.Error(err)
+	}
+	if _, err := olmbundle.WriteDevelopment(tmp, "0.2.0", filepath.Join(tmp, "again")); err == nil || !strings.Contains(err.Error(), "is a release") {
+		t.Errorf("WriteDevelopment(0.2.0): %v, want a refusal", err)
 	}
 }
 

@@ -6,7 +6,9 @@
 //
 // With -newest it prints the newest release's version; with -cut X.Y.Z it
 // records release X.Y.Z of HEAD in the record (make release), or with
-// -dry-run only checks that it could.
+// -dry-run only checks that it could. With -dist [X.Y.Z] it prints the
+// version make dist writes the tree's files as, or refuses one that was
+// not released from this tree (releases.DistVersion).
 package main
 
 import (
@@ -35,6 +37,7 @@ func run() error {
 	cut := flag.String("cut", "", "Record release X.Y.Z of HEAD's commit: the Unreleased notes become its section.")
 	date := flag.String("date", time.Now().UTC().Format(time.DateOnly), "The release date, with -cut.")
 	dryRun := flag.Bool("dry-run", false, "With -cut: check the version and the record, change nothing.")
+	dist := flag.Bool("dist", false, "Print the version make dist writes this tree's files as: the release given as the argument, when it was released from this tree, or the tree's own without one; refuse any other.")
 	flag.Parse()
 
 	if *cut != "" {
@@ -56,8 +59,43 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *dist {
+		return printDist(rec, flag.Arg(0), tree)
+	}
 	fmt.Println(releases.Describe(latest, tree))
 	return nil
+}
+
+// printDist prints the version make dist may write for want, after asking
+// git which tracked files changed and which commits have make dist.
+func printDist(rec *releases.Record, want string, tree releases.Tree) error {
+	t := releases.DistTree{Tree: tree, HasTarget: hasTarget}
+	changed, err := git("diff", "HEAD", "--name-only")
+	if err != nil {
+		return err
+	}
+	t.CodeChanged = !releases.OnlyReleaseFiles(strings.Fields(changed))
+	v, err := releases.DistVersion(rec, want, t)
+	if err != nil {
+		return err
+	}
+	fmt.Println(v)
+	return nil
+}
+
+// hasTarget reports whether commit's tree has the make target: in its
+// Makefile, or in make/*.mk since the Makefile was split.
+func hasTarget(commit, target string) bool {
+	files, err := git("ls-tree", "--name-only", commit, "Makefile", "make/")
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Fields(files) {
+		if text, err := git("show", commit+":"+f); err == nil && strings.Contains("\n"+text, "\n"+target+":") {
+			return true
+		}
+	}
+	return false
 }
 
 func cutRelease(path, v, date string, dryRun bool) error {
