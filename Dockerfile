@@ -1,4 +1,6 @@
-# The operator's image: the static manager and bootstrap binaries, built by
+# The operator's image: the static manager and bootstrap binaries, and the
+# kubectl plugin that the Helm chart's test runs (kubectl-myoperator doctor,
+# config/helm-test), built by
 # `make build` (the host's architecture) or cross-compiled by `make
 # docker-build-multiarch` into bin/linux_<arch>/ before the image (no base
 # image can be pulled where the project builds, so the only stage starts FROM
@@ -13,6 +15,7 @@ ARG TARGETARCH=amd64
 ARG BINDIR=bin
 COPY ${BINDIR}/linux_${TARGETARCH}/manager /manager
 COPY ${BINDIR}/linux_${TARGETARCH}/bootstrap /bootstrap
+COPY ${BINDIR}/linux_${TARGETARCH}/kubectl-myoperator /kubectl-myoperator
 # A numeric, non-root user, so that runAsNonRoot can verify it.
 USER 65532:65532
 ENTRYPOINT ["/manager"]

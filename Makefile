@@ -59,6 +59,10 @@ PROMTOOL_VERSION := $(call tools_version,github.com/prometheus/prometheus)
 # it).
 GOVULNCHECK_VERSION := $(call tools_version,golang.org/x/vuln)
 VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
+# krew, the kubectl plugin manager, and its manifest validator: a module
+# of their own (hack/tools/krew/doc.go says why), for make dist's krew
+# manifest and make test-dist's offline krew install.
+KREW_VERSION := $(shell awk '$$1 == "sigs.k8s.io/krew" {print $$2}' hack/tools/krew/go.mod)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -77,6 +81,7 @@ HELM := $(BIN)/helm-$(HELM_VERSION)
 PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 DEADCODE := $(BIN)/deadcode-$(DEADCODE_VERSION)
 GOVULNCHECK := $(BIN)/govulncheck-$(GOVULNCHECK_VERSION)
+KREW := $(BIN)/krew-$(KREW_VERSION)/krew
 KUBECTL ?= kubectl
 # The shipped packages: what the four binaries are built from.
 SHIPPED_RE := github.com/example/myoperator(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|kubectl-myoperator)(/.*)?)?$$

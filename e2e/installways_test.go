@@ -301,6 +301,7 @@ func helmLifecycle() features.Feature {
 			conditionTrueWithin("drinks.example.com", key.Namespace, key.Name, "Ready", 90*time.Second)(ctx, t, cfg)
 			return ctx
 		}).
+		Assess("helm test passes, fails with the webhook unreachable, and passes again", assessHelmTest).
 		Assess("helm upgrade with a pod annotation rolls the manager out", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			chart, err := releaseChart()
 			if err != nil {
@@ -383,6 +384,78 @@ func helmLifecycle() features.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// helmTestPod selects the chart's test pod (config/helm-test), which the
+// pod runner runs to its end.
+const helmTestPod = "app.kubernetes.io/component=helm-test"
+
+// assessHelmTest: helm test runs kubectl myoperator doctor from the
+// manager's image as its read-only ServiceAccount (config/helm-test). On
+// the working install it passes; with the manager scaled to zero, so that
+// the webhook Service has no ready endpoint and the API server nowhere to
+// send a call, it fails naming that; with the manager back it passes.
+func assessHelmTest(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	// The pod's output is the pod runner's log of its container (kwok's
+	// nodes serve no logs, so helm test --logs cannot fetch it here).
+	logFile := runner.LogFile("myoperator-helm-test", "doctor")
+	test := func() (string, error) {
+		out, err := helm(cfg, "test", helmRelease, "--namespace", helmNamespace, "--timeout", "3m")
+		log, _ := os.ReadFile(logFile)
+		if i := strings.LastIndex(string(log), "=== pod runner:"); i >= 0 {
+			// This run's part: from its start line on.
+			if j := strings.LastIndex(string(log[:i]), "=== pod runner:"); j >= 0 {
+				log = log[j:]
+			}
+		}
+		return out + "\n--- the test pod's output (" + logFile + "):\n" + string(log), err
+	}
+	out, err := test()
+	if err != nil {
+		t.Fatalf("helm test on the working install: %v\n%s", err, out)
+	}
+	t.Logf("helm test on the working install:\n%s", out)
+	dep := &appsv1.Deployment{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, dep); err != nil {
+		t.Fatal(err)
+	}
+	replicas := fmt.Sprint(*dep.Spec.Replicas)
+	restore := func() {
+		if out, err := kubectl(cfg, "scale", "-n", operatorNS, "deployment/"+operatorDeployment, "--replicas="+replicas); err != nil {
+			t.Fatalf("kubectl scale --replicas=%s: %v: %s", replicas, err, out)
+		}
+		if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := kubectl(cfg, "scale", "-n", operatorNS, "deployment/"+operatorDeployment, "--replicas=0"); err != nil {
+		t.Fatalf("kubectl scale --replicas=0: %v: %s", err, out)
+	}
+	testenv.Eventually(t, 3*time.Minute, func() string {
+		pods := &corev1.PodList{}
+		if err := kc.List(ctx, pods, client.InNamespace(operatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return err.Error()
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Sprintf("%d manager pods after scaling to 0", len(pods.Items))
+		}
+		return ""
+	})
+	out, err = test()
+	if err == nil || !strings.Contains(out, "service/"+operatorNS+"/myoperator-webhook-service has no ready endpoint") {
+		restore()
+		t.Fatalf("helm test with the webhook unreachable: %v, want a failure naming the webhook Service's endpoints:\n%s", err, out)
+	}
+	t.Logf("helm test with the manager scaled to 0 (%v):\n%s", err, out)
+	restore()
+	if out, err := test(); err != nil {
+		t.Fatalf("helm test with the manager back: %v\n%s", err, out)
+	}
+	pods := &corev1.PodList{}
+	if err := kc.List(ctx, pods, client.InNamespace(operatorNS), client.MatchingLabels{"app.kubernetes.io/component": "helm-test"}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("test pods left after a passing helm test: %d (%v), want none (hook-succeeded)", len(pods.Items), err)
+	}
+	return ctx
 }
 
 // previousChart is the chart hack/helmchart makes from the previous

@@ -448,6 +448,7 @@ func startRunner(ctx context.Context, cfg *envconf.Config) (context.Context, err
 	var err error
 	runner, err = podrunner.New(podrunner.Config{
 		Client: cs, Namespace: operatorNS, Selector: operatorPods, APIServer: cfg.Client().RESTConfig().Host,
+		Also:     []podrunner.Target{{Namespace: operatorNS, Selector: helmTestPod}},
 		Isolated: []podrunner.Target{{Namespace: "guestbook", Selector: "app.kubernetes.io/instance=" + pulledGuestbook}},
 		Dir:      logDir, ContainerPrefix: runName + "-", PodIPs: true, PullFrom: release.registry, Logf: func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 	})

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/example/myoperator/test/framework/kwokconfig"
+	"github.com/example/myoperator/test/podrunner"
 )
 
 // suiteMode is how the suite meets its cluster: the kwok cluster it
@@ -333,7 +334,7 @@ func listOperatorPods(ctx context.Context) ([]corev1.Pod, error) {
 func operatorPodList(ctx context.Context) ([]operatorPod, error) {
 	var pods []operatorPod
 	if runner != nil {
-		for _, p := range runner.Pods() {
+		for _, p := range runnersOperatorPods() {
 			pods = append(pods, operatorPod{p.Pod, p.Ready, p.Restarts})
 		}
 		return pods, nil
@@ -366,10 +367,27 @@ func operatorPodList(ctx context.Context) ([]operatorPod, error) {
 // included) on an existing cluster.
 func runningOperatorPods(ctx context.Context) (int, error) {
 	if runner != nil {
-		return len(runner.Pods()), nil
+		return len(runnersOperatorPods()), nil
 	}
 	items, err := listOperatorPods(ctx)
 	return len(items), err
+}
+
+// runnersOperatorPods are the pods the runner runs that operatorPods
+// selects: it also runs others (the Helm chart's test pod, a pulled
+// Guestbook's).
+func runnersOperatorPods() []podrunner.PodState {
+	sel, err := labels.Parse(operatorPods)
+	if err != nil {
+		panic(err) // a constant of the suite's
+	}
+	var out []podrunner.PodState
+	for _, p := range runner.Pods() {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // killLeader ends the leader's manager the hard way: SIGKILL of its

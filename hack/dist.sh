@@ -26,8 +26,13 @@
 #                                       bootstrap), linux/amd64 and arm64,
 #                                       as an OCI image index
 #   myoperator-guestbook_T.oci.tar      the Guestbook server's image, same
-#   kubectl-myoperator_linux_<arch>     the kubectl plugin (docs/plugin.md),
-#                                       static, one per platform
+#   kubectl-myoperator_<os>_<arch>.tar.gz (.zip on Windows)
+#                                       the kubectl plugin (docs/plugin.md)
+#                                       with the LICENSE, for each of
+#                                       PLUGIN_PLATFORMS
+#   krew/myoperator.yaml      the plugin's krew manifest: each archive's
+#                             URL on the release page and sha256, checked
+#                             by krew's validate-krew-manifest
 #   sbom/<binary>_linux_<arch>.cdx.json a CycloneDX SBOM of each binary
 #   images.txt                every image reference the manifests use
 #   SHA256SUMS                the checksum of every file above
@@ -55,6 +60,10 @@ IMAGE_REPO=${IMAGE_REPO:-ghcr.io/example/myoperator}
 GUESTBOOK_IMG=${GUESTBOOK_IMG:-ghcr.io/example/myoperator-guestbook:v1.0.0}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 CYCLONEDX=${CYCLONEDX:?set CYCLONEDX to the cyclonedx-gomod binary (make dist builds it)}
+KREW=${KREW:?set KREW to the krew binary, validate-krew-manifest beside it (make dist builds them)}
+PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
+# Where the krew manifest says the archives are: the release's page.
+RELEASE_URL=${RELEASE_URL:-https://github.com/example/myoperator/releases/download}
 HELM=${HELM:?set HELM to the helm binary (make dist builds it)}
 images=${RELEASE_IMAGES:-1}
 commit=$(git rev-parse HEAD)
@@ -107,10 +116,79 @@ bom["metadata"]["component"]["licenses"] = [{"license": {"id": "Apache-2.0"}}]
 json.dump(bom, open(path, "w"), indent=2)
 PY
   done
-  cp "$bindir/linux_$arch/kubectl-myoperator" "$dist/kubectl-myoperator_linux_$arch"
 done
 say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
-say "kubectl plugin: $(cd "$dist" && ls kubectl-myoperator_* | tr '\n' ' ')"
+
+# The kubectl plugin for every platform kubectl users run, each archived
+# with the LICENSE as krew takes it (tar.gz, zip on Windows), byte for
+# byte the same for the same commit: fixed owners, order and times (the
+# commit's), no gzip name or time.
+[ "$images" = 1 ] || PLUGIN_PLATFORMS="$(go env GOOS)/$(go env GOARCH)"
+make --no-print-directory build-plugins BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLUGIN_PLATFORMS="$PLUGIN_PLATFORMS"
+epoch=$(git log -1 --format=%ct "$commit")
+krew_platforms=
+for p in $PLUGIN_PLATFORMS; do
+  os=${p%/*} arch=${p#*/} exe=kubectl-myoperator
+  [ "$os" = windows ] && exe=kubectl-myoperator.exe
+  stage=$(mktemp -d "$root/bin/dist-plugin.XXXXXX")
+  cp "$bindir/plugin/${os}_$arch/$exe" LICENSE "$stage/"
+  touch -d "@$epoch" "$stage/$exe" "$stage/LICENSE"
+  if [ "$os" = windows ]; then
+    archive=kubectl-myoperator_${os}_$arch.zip
+    python3 - "$dist/$archive" "$stage" "$exe" "$epoch" <<'PY'
+import sys, time, zipfile
+out, stage, exe, epoch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for name in sorted([exe, "LICENSE"]):
+        info = zipfile.ZipInfo(name, time.gmtime(epoch)[:6])
+        info.external_attr = (0o755 if name == exe else 0o644) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, open(f"{stage}/{name}", "rb").read())
+PY
+  else
+    archive=kubectl-myoperator_${os}_$arch.tar.gz
+    tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$stage" -cf - "$exe" LICENSE | gzip -n >"$dist/$archive"
+  fi
+  rm -rf "$stage"
+  krew_platforms+="  - selector:
+      matchLabels:
+        os: $os
+        arch: $arch
+    uri: $RELEASE_URL/$version/$archive
+    sha256: $(sha256sum "$dist/$archive" | cut -d' ' -f1)
+    bin: $exe
+    files:
+    - from: $exe
+      to: .
+    - from: LICENSE
+      to: .
+"
+done
+mkdir -p "$dist/krew"
+cat >"$dist/krew/myoperator.yaml" <<EOT
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: myoperator
+spec:
+  version: $version
+  homepage: https://github.com/example/myoperator
+  shortDescription: Check and fix a myoperator installation
+  description: |
+    kubectl myoperator status summarises a myoperator installation: the
+    operator's pods and leader, its webhooks and certificate, the Drinks,
+    Guestbooks and the OperatorConfig. kubectl myoperator doctor checks
+    what the operator must keep true and prints the command that fixes each
+    finding. kubectl myoperator convert converts Drink manifests between
+    API versions without a cluster, losslessly.
+  platforms:
+$krew_platforms
+EOT
+# -skip-install: its install would fetch each archive from the release
+# page; make test-dist installs the host's from dist/, offline.
+"$(dirname "$KREW")/validate-krew-manifest" -skip-install -manifest "$dist/krew/myoperator.yaml" >/dev/null 2>"$root/bin/dist-krew-validate.log" ||
+  { cat "$root/bin/dist-krew-validate.log" >&2; fail "krew's validate-krew-manifest refused dist/krew/myoperator.yaml (above)"; }
+say "kubectl plugin: $(cd "$dist" && ls kubectl-myoperator_* | tr '\n' ' '); krew/myoperator.yaml (validate-krew-manifest: valid)"
 
 # The manifests: config/default (and its cert-manager form) with the
 # manager's image and the Guestbook default (GUESTBOOK_IMAGE) of this release.

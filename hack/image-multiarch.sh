@@ -20,7 +20,7 @@ set -euo pipefail
 IMAGE=${1:?usage: hack/image-multiarch.sh IMAGE [DEST]}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 DOCKERFILE=${DOCKERFILE:-Dockerfile}
-BINARIES=${BINARIES:-manager bootstrap}
+BINARIES=${BINARIES:-manager bootstrap kubectl-myoperator}
 # BINDIR: the folder, under the repository, holding linux_<arch>/ (make
 # dist builds a release into bin/release); the Dockerfiles take it as a
 # build argument.

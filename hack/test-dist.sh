@@ -4,8 +4,10 @@
 # refusal says how) and a version no release has, then make dist with
 # images of this tree, as its version (hack/version -dist), then
 # - every file of dist/ holds its SHA256SUMS line;
-# - the kubectl plugin is there for every platform, an ELF binary of that
-#   architecture, and the host's prints the release's version;
+# - the kubectl plugin is archived for every platform of PLUGIN_PLATFORMS
+#   with the LICENSE, its binary that platform's, each archive in the krew
+#   manifest by its sha256; krew installs the host's offline from the
+#   manifest, and kubectl myoperator then prints the release's version;
 # - install.yaml names the manager's image by the digest of its archive,
 #   and the manager's GUESTBOOK_IMAGE (the default guestbook.image) is the
 #   Guestbook image's archive by digest, which the manager binary carries
@@ -57,22 +59,49 @@ for sbom in dist/sbom/*.cdx.json; do
 done
 tar -xzOf "dist/myoperator-${version#v}.tgz" myoperator/Chart.yaml | grep -q '^  artifacthub.io/license: Apache-2.0$' || fail "the chart does not name its licence"
 say "licence Apache-2.0 in the SBOMs and the chart"
-# elf_machine FILE: the ELF e_machine of FILE (bytes 18-19, little endian).
-elf_machine() {
-  case $(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n') in
-    3e00) echo amd64 ;;
-    b700) echo arm64 ;;
-    *) echo "unknown($(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n'))" ;;
-  esac
-}
-for p in $PLATFORMS; do
-  plugin=kubectl-myoperator_linux_${p#*/}
-  grep -q " $plugin\$" dist/SHA256SUMS || fail "SHA256SUMS does not list $plugin"
-  [ "$(elf_machine "dist/$plugin")" = "${p#*/}" ] || fail "dist/$plugin is $(elf_machine "dist/$plugin"), not ${p#*/}"
+# The kubectl plugin: an archive per platform of PLUGIN_PLATFORMS, listed
+# in SHA256SUMS, holding the LICENSE and the binary of that platform
+# (hack/binformat.py reads its format and machine), and the krew manifest
+# naming each archive by its sha256.
+KREW=${KREW:?set KREW to the krew binary (make test-dist builds it)}
+PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
+work=$(mktemp -d "$root/bin/test-dist-plugin.XXXXXX")
+n=0
+for p in $PLUGIN_PLATFORMS; do
+  os=${p%/*} arch=${p#*/}
+  if [ "$os" = windows ]; then archive=kubectl-myoperator_${p/\//_}.zip exe=kubectl-myoperator.exe; else archive=kubectl-myoperator_${p/\//_}.tar.gz exe=kubectl-myoperator; fi
+  grep -q " $archive\$" dist/SHA256SUMS || fail "SHA256SUMS does not list $archive"
+  mkdir -p "$work/$os-$arch"
+  if [ "$os" = windows ]; then
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "dist/$archive" "$work/$os-$arch"
+  else
+    tar -xzf "dist/$archive" -C "$work/$os-$arch"
+  fi
+  [ "$(cd "$work/$os-$arch" && ls | tr '\n' ' ')" = "$(printf '%s\n' LICENSE "$exe" | sort | tr '\n' ' ')" ] || fail "$archive holds $(cd "$work/$os-$arch" && ls | tr '\n' ' '), want $exe and LICENSE"
+  cmp -s "$work/$os-$arch/LICENSE" LICENSE || fail "$archive: its LICENSE is not the repository's"
+  got=$(python3 hack/binformat.py "$work/$os-$arch/$exe")
+  [ "$got" = "$os/$arch" ] || fail "$archive: $exe is a $got binary, not $os/$arch"
+  sum=$(sha256sum "dist/$archive" | cut -d' ' -f1)
+  grep -A1 "uri: .*/$version/$archive\$" dist/krew/myoperator.yaml | grep -q "sha256: $sum\$" || fail "dist/krew/myoperator.yaml does not name $archive with its sha256 $sum"
+  n=$((n + 1))
 done
-"dist/kubectl-myoperator_linux_$(go env GOARCH)" version | grep -q "^myoperator $version " ||
-  fail "dist/kubectl-myoperator_linux_$(go env GOARCH) version: $("dist/kubectl-myoperator_linux_$(go env GOARCH)" version)"
-say "kubectl plugin: kubectl-myoperator_linux_{$(for p in $PLATFORMS; do printf '%s ' "${p#*/}"; done | sed 's/ $//; s/ /,/g')} in SHA256SUMS, each its platform's ELF binary, version $version"
+[ "$(ls dist/kubectl-myoperator_* | wc -l)" = "$n" ] || fail "dist/ holds $(ls dist/kubectl-myoperator_* | wc -l) plugin archives, want the $n of PLUGIN_PLATFORMS"
+say "kubectl plugin: $n archives ($PLUGIN_PLATFORMS), each with the LICENSE and its platform's binary, in SHA256SUMS and krew/myoperator.yaml"
+# krew installs it from the manifest and the host's archive with no network
+# at all (a network namespace of its own, without even loopback), and
+# kubectl then runs it: version, and status, which reaches for the cluster
+# it is given (none answers here) as kubectl would.
+host=$(go env GOOS)_$(go env GOARCH)
+krew_root=$work/krew
+unshare --net env KREW_ROOT="$krew_root" KREW_NO_UPGRADE_CHECK=1 "$KREW" install --manifest=dist/krew/myoperator.yaml --archive="dist/kubectl-myoperator_$host.tar.gz" >"$work/krew.log" 2>&1 ||
+  { cat "$work/krew.log"; fail "krew install of dist/krew/myoperator.yaml from its archive, offline, failed (above)"; }
+out=$(PATH="$krew_root/bin:$PATH" kubectl myoperator version 2>&1) || fail "kubectl myoperator version, installed by krew: $out"
+grep -q "^myoperator $version " <<<"$out" || fail "kubectl myoperator version, installed by krew, printed $out; want $version"
+out=$(PATH="$krew_root/bin:$PATH" kubectl myoperator status --server=https://127.0.0.1:1 --insecure-skip-tls-verify --token=none --request-timeout=5s 2>&1) &&
+  fail "kubectl myoperator status against nothing succeeded: $out"
+grep -q "127.0.0.1:1" <<<"$out" || fail "kubectl myoperator status, installed by krew, did not try the server it was given: $out"
+say "krew install (offline) from krew/myoperator.yaml and kubectl-myoperator_$host.tar.gz: kubectl myoperator version prints $version; status tries its --server"
+rm -rf "$work"
 
 # The per-platform images make dist left in podman's store, and what the
 # test starts below, go at the end.
@@ -121,9 +150,13 @@ check_packages() {
   values=$(tar -xzOf "$chart" myoperator/values.yaml)
   grep -q "^  repository: $1/myoperator\$" <<<"$values" && grep -q "^  digest: \"$mgr\"\$" <<<"$values" ||
     fail "$chart: values.yaml does not name $1/myoperator@$mgr"
-  [ "$(HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" | grep -c "image: $1/myoperator@$mgr\$")" = 2 ] ||
+  # The Deployment's two containers, and the test hook's pod (helm test
+  # runs the plugin from the manager's image).
+  [ "$(HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" --skip-tests | grep -c "image: $1/myoperator@$mgr\$")" = 2 ] ||
     fail "helm template $chart does not name $1/myoperator@$mgr in both containers"
-  HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" >bin/test-dist-chart.yaml
+  [ "$(HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" --show-only templates/tests/pod-myoperator-helm-test.yaml | grep -c "image: $1/myoperator@$mgr\$")" = 1 ] ||
+    fail "helm template $chart: the test pod does not run $1/myoperator@$mgr"
+  HELM_CACHE_HOME=bin/.helm HELM_CONFIG_HOME=bin/.helm HELM_DATA_HOME=bin/.helm "$HELM" template myoperator "$chart" --skip-tests >bin/test-dist-chart.yaml
   [ "$(gb_env bin/test-dist-chart.yaml)" = "$1/myoperator-guestbook:$gb_tag@$gb" ] ||
     fail "$chart: the manager's GUESTBOOK_IMAGE is not $1/myoperator-guestbook:$gb_tag@$gb"
   csv=$(tar -xzOf "dist/myoperator-bundle_$version.tar.gz" manifests/myoperator.clusterserviceversion.yaml)

@@ -61,10 +61,10 @@ for platform in $PLATFORMS; do
   [ "$(jq -r '"\(.os)/\(.architecture)"' "$config")" = "$platform" ] || fail "$platform: the image's config says $(jq -c '{os, architecture}' "$config")"
   mkdir -p "$work/$arch"
   for layer in $(jq -r '.layers[].digest' "$manifest"); do tar -xf "$(blob "$layer")" -C "$work/$arch"; done
-  for b in manager bootstrap; do
+  for b in manager bootstrap kubectl-myoperator; do
     [ "$(elf_machine "$work/$arch/$b")" = "$arch" ] || fail "$platform: /$b in the list's image is $(elf_machine "$work/$arch/$b")"
   done
-  echo "test-image: $platform in the list: config $platform, /manager and /bootstrap are $arch ELF binaries"
+  echo "test-image: $platform in the list: config $platform, /manager, /bootstrap and /kubectl-myoperator are $arch ELF binaries"
 done
 
 # Each platform's image in podman's store.
@@ -76,12 +76,12 @@ for platform in $PLATFORMS; do
   # podman warns that a foreign platform's image cannot run here: it is
   # only created, to copy its binaries out.
   ctr=$("${run[@]}" create "$image" 2>"$work/create.err") || fail "$image: $(cat "$work/create.err")"
-  for b in manager bootstrap; do
+  for b in manager bootstrap kubectl-myoperator; do
     "${run[@]}" cp "$ctr:/$b" "$work/$arch-$b" >/dev/null
     [ "$(elf_machine "$work/$arch-$b")" = "$arch" ] || { "${run[@]}" rm "$ctr" >/dev/null; fail "$image: /$b is $(elf_machine "$work/$arch-$b")"; }
   done
   "${run[@]}" rm "$ctr" >/dev/null
-  echo "test-image: $image: $platform, user 65532:65532, /manager and /bootstrap are $arch ELF binaries"
+  echo "test-image: $image: $platform, user 65532:65532, /manager, /bootstrap and /kubectl-myoperator are $arch ELF binaries"
 done
 
 # The host's platform runs.
@@ -94,3 +94,7 @@ for bin in /manager /bootstrap; do
   [[ $out == "myoperator $VERSION (commit "* ]] || fail "$bin --version printed '$out', want myoperator $VERSION"
   echo "test-image: $image: $bin --help and --version ($out) run as 65532 on a read-only root filesystem"
 done
+# The plugin, which the chart's helm test runs (config/helm-test).
+out=$("${run[@]}" run --rm --network none --read-only --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --entrypoint /kubectl-myoperator "$image" version 2>&1) || fail "/kubectl-myoperator version failed: $out"
+[[ $out == "myoperator $VERSION (commit "* ]] || fail "/kubectl-myoperator version printed '$out', want myoperator $VERSION"
+echo "test-image: $image: /kubectl-myoperator version ($out) runs as 65532 on a read-only root filesystem"

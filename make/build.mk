@@ -4,6 +4,7 @@
 ##@ Build
 
 HOST_ARCH := $(shell go env GOARCH)
+HOST_OS := $(shell go env GOOS)
 # The platforms of the multi-arch image: pure Go, cross-compiled, nothing emulated.
 PLATFORMS ?= linux/amd64 linux/arm64
 VERSION_PKG := github.com/example/myoperator/internal/version
@@ -40,6 +41,8 @@ build: ## Build the manager, bootstrap, guestbook-server and kubectl-myoperator 
 	  mv -f $(BUILD_TMP)/linux_$(HOST_ARCH)/$$b $(BIN)/linux_$(HOST_ARCH)/$$b && \
 	  ln -f $(BIN)/linux_$(HOST_ARCH)/$$b $(BUILD_TMP)/$$b && mv -f $(BUILD_TMP)/$$b $(BIN)/$$b || exit 1; \
 	done; rm -rf $(BUILD_TMP)
+	@# The plugin runs where kubectl does: on a Mac, bin/kubectl-myoperator is a Mac's (bin/linux_<arch>/ keeps the images' Linux one).
+	$(if $(filter-out linux,$(HOST_OS)),$(call build-plugin,$(HOST_OS),$(HOST_ARCH),$(BIN)/kubectl-myoperator))
 
 .PHONY: build-multiarch
 build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compile the four binaries for every platform in PLATFORMS into bin/linux_<arch>/.
@@ -47,3 +50,18 @@ build-multiarch: $(addprefix build-linux-,$(notdir $(PLATFORMS))) ## Cross-compi
 # build-linux-ARCH (no such file, so it always runs): one platform's binaries.
 build-linux-%:
 	$(call build-for,$*,$(BUILD_DIR))
+
+# The kubectl plugin's platforms: where kubectl users run it (make dist
+# archives each, with a krew manifest).
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+# build-plugin,OS,ARCH,OUT: the kubectl plugin for OS/ARCH, stamped.
+define build-plugin
+GOOS=$(1) GOARCH=$(2) CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(3) ./kubectl-myoperator
+endef
+
+.PHONY: build-plugins
+build-plugins: $(addprefix build-plugin-,$(subst /,_,$(PLUGIN_PLATFORMS))) ## Cross-compile the kubectl plugin for every platform in PLUGIN_PLATFORMS into bin/plugin/<os>_<arch>/ (kubectl-myoperator.exe on Windows).
+
+# build-plugin-OS_ARCH (no such file, so it always runs): one platform's plugin.
+build-plugin-%:
+	$(call build-plugin,$(word 1,$(subst _, ,$*)),$(word 2,$(subst _, ,$*)),$(BUILD_DIR)/plugin/$*/kubectl-myoperator$(if $(filter windows_%,$*),.exe))

@@ -116,6 +116,7 @@ verify: $(DEADCODE) verify-generated vulncheck ## Fail on drift: regenerated cod
 	@go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy; run go mod tidy"; exit 1; }
 	@# OLM's own validators (operator-framework/api, in the tools' module) on bundle/ and every released bundle, the upgrade graph they form, and their tests.
 	@cd hack/tools && go mod tidy -diff >/dev/null || { echo "verify: hack/tools's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
+	@cd hack/tools/krew && go mod tidy -diff >/dev/null || { echo "verify: hack/tools/krew's go.mod/go.sum are not tidy; run go mod tidy there"; exit 1; }
 	@go -C hack/tools/olm-validate build -o $(BIN)/olm-validate .
 	@$(BIN)/olm-validate --k8s-version $(KUBE_VERSION:v%=%) bundle $(wildcard bundle/releases/v*)
 	@cd hack/tools/olm-validate && go test -count=1 ./... | grep -v 'no test files' | sed 's/^/verify: olm-validate tests: /'

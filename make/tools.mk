@@ -7,7 +7,7 @@
 # ci's second step, before its steps run side by side and would each build
 # the ones they need at the same moment).
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(KUBE_SCORE) $(CERT_MANAGER)
+tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(KUBE_SCORE) $(CERT_MANAGER) $(KREW)
 
 # Most tools are built in the tools' module (hack/tools/go.mod names each
 # in a tool directive), not with go install of each tool's own module:
@@ -32,7 +32,7 @@ TOOLS_MODULE_PKGS := sigs.k8s.io/controller-tools/cmd/controller-gen github.com/
 TOOLS_MODULE_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%) -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)
 
 .PHONY: tools-module
-tools-module: $(CONTROLLER_GEN) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, govulncheck, cert-manager's launcher, with one go build.
+tools-module: $(CONTROLLER_GEN) $(KREW) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, govulncheck, cert-manager's launcher, with one go build; and krew's module (hack/tools/krew).
 $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
 	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), govulncheck $(GOVULNCHECK_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
 	rm -rf $(BIN)/.tools-module && mkdir -p $(BIN)/.tools-module $(dir $(CERT_MANAGER))
@@ -45,6 +45,16 @@ $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHE
 	mv $(BIN)/.tools-module/govulncheck $(GOVULNCHECK)
 	mv $(BIN)/.tools-module/certmanager $(CERT_MANAGER)
 	rm -rf $(BIN)/.tools-module
+
+.PHONY: krew
+krew: $(KREW) ## Build krew and krew's validate-krew-manifest (hack/tools/krew) into bin/krew-<version>/, for the plugin's krew manifest.
+$(KREW): hack/tools/krew/go.mod hack/tools/krew/go.sum
+	@echo "building krew $(KREW_VERSION) and validate-krew-manifest into bin/krew-$(KREW_VERSION)/"
+	rm -rf $(dir $(KREW)).tmp && mkdir -p $(dir $(KREW)).tmp
+	cd hack/tools/krew && go build -trimpath -ldflags "-s -w" -o $(dir $(KREW)).tmp/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
+	mv $(dir $(KREW)).tmp/validate-krew-manifest $(dir $(KREW))validate-krew-manifest
+	mv $(dir $(KREW)).tmp/krew $(KREW)
+	rm -rf $(dir $(KREW)).tmp
 
 .PHONY: cyclonedx-gomod
 cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/ (with the tools' module: make tools-module), for the release's SBOMs.

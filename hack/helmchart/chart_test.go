@@ -49,10 +49,18 @@ func runHelm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// template renders the chart in the tree with the given --set values.
+// template renders the chart in the tree with the given --set values,
+// without its test hooks (which only helm test creates: TestHelmTestHooks).
 func template(t *testing.T, set ...string) map[string]object {
 	t.Helper()
-	args := []string{"template", release, chartDir, "--namespace", "myoperator-system"}
+	return templateWith(t, []string{"--skip-tests"}, set...)
+}
+
+// templateWith renders the chart with more flags of helm template's (say
+// --skip-tests) and the --set values.
+func templateWith(t *testing.T, flags []string, set ...string) map[string]object {
+	t.Helper()
+	args := append([]string{"template", release, chartDir, "--namespace", "myoperator-system"}, flags...)
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -441,6 +449,72 @@ func TestEveryValueDocumented(t *testing.T) {
 	for _, p := range have {
 		if !strings.Contains(string(readme), "| `"+p+"` |") {
 			t.Errorf("README.md has no row for %s", p)
+		}
+	}
+}
+
+// TestHelmTestHooks: helm template without --skip-tests adds exactly the
+// objects of config/helm-test, each a test hook deleted when the test
+// passes; the pod runs the plugin from the image the Deployment runs (by
+// digest when the values give one), placed as the manager's pods are; and
+// its ServiceAccount's rights only read.
+func TestHelmTestHooks(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	all := templateWith(t, nil, "image.digest="+digest, "nodeSelector.pool=ops")
+	without := template(t, "image.digest="+digest, "nodeSelector.pool=ops")
+	want, err := render(filepath.Join(configDir, "helm-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantKeys []string
+	for _, o := range want {
+		wantKeys = append(wantKeys, o.key())
+	}
+	var hooks []string
+	for k := range all {
+		if _, ok := without[k]; !ok {
+			hooks = append(hooks, k)
+		}
+	}
+	slices.Sort(hooks)
+	slices.Sort(wantKeys)
+	if !slices.Equal(hooks, wantKeys) {
+		t.Fatalf("test hooks %v, want config/helm-test's %v", hooks, wantKeys)
+	}
+	var deployImage string
+	for _, o := range without {
+		if o.kind() == "Deployment" {
+			deployImage = containers(o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any), "containers")[0]["image"].(string)
+		}
+	}
+	for _, k := range hooks {
+		o := all[k]
+		ann, _ := o["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if ann["helm.sh/hook"] != "test" || ann["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+			t.Errorf("%s: annotations %v, want a test hook deleted when it passes", k, ann)
+		}
+		switch o.kind() {
+		case "Pod":
+			spec := o["spec"].(map[string]any)
+			c := containers(spec, "containers")[0]
+			if c["image"] != deployImage || !strings.HasSuffix(deployImage, "@"+digest) {
+				t.Errorf("test pod image %v, want the Deployment's %s", c["image"], deployImage)
+			}
+			if sel, _ := spec["nodeSelector"].(map[string]any); sel["pool"] != "ops" {
+				t.Errorf("test pod nodeSelector %v, want the values' pool: ops", spec["nodeSelector"])
+			}
+			if spec["serviceAccountName"] != "myoperator-helm-test" || ann["helm.sh/hook-weight"] != "0" {
+				t.Errorf("test pod: serviceAccountName %v, hook weight %v; want myoperator-helm-test, 0 (after its rights)", spec["serviceAccountName"], ann["helm.sh/hook-weight"])
+			}
+		case "ClusterRole", "Role":
+			rules, _ := o["rules"].([]any)
+			for _, r := range rules {
+				for _, v := range r.(map[string]any)["verbs"].([]any) {
+					if v != "get" && v != "list" && v != "watch" {
+						t.Errorf("%s: verb %v; the test's ServiceAccount only reads", k, v)
+					}
+				}
+			}
 		}
 	}
 }

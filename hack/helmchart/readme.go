@@ -105,7 +105,9 @@ The chart creates `+"`myoperator-system`"+` itself; Helm's record goes in a name
 already. The CRDs and the operand namespace are kept by `+"`helm uninstall`"+`, with every Drink,
 Guestbook and OperatorConfig. `+"`values.schema.json`"+` makes Helm refuse a value the chart does not
 have, one outside its set or bounds, and options that cannot work together, naming the value.
-The install guide is docs/install.md in the repository.
+`+"`helm test myoperator --namespace default --logs`"+` runs `+"`kubectl myoperator doctor`"+` on the
+installation, from the manager's image, as a ServiceAccount that only reads; it fails on any
+finding. The install guide is docs/install.md in the repository.
 
 ## Values
 

@@ -37,13 +37,16 @@ func TestMakeRelease(t *testing.T) {
 	}
 	clone := filepath.Join(t.TempDir(), "repo")
 	mustRun(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
-	// make bundle needs controller-gen and make dist cyclonedx-gomod and
-	// helm: the ones make built for the repository, where there are (make
-	// test builds them on a fresh machine, outside the network namespace).
-	gens, _ := filepath.Glob(filepath.Join(root, "bin", "controller-gen-*"))
-	sboms, _ := filepath.Glob(filepath.Join(root, "bin", "cyclonedx-gomod-*"))
-	helms, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
-	if gens = append(append(gens, sboms...), helms...); len(gens) > 0 {
+	// make bundle needs controller-gen and make dist cyclonedx-gomod, helm
+	// and krew: the ones make built for the repository, where there are
+	// (make test builds them on a fresh machine, outside the network
+	// namespace).
+	var gens []string
+	for _, tool := range []string{"controller-gen-*", "cyclonedx-gomod-*", "helm-*", "krew-*"} {
+		found, _ := filepath.Glob(filepath.Join(root, "bin", tool))
+		gens = append(gens, found...)
+	}
+	if len(gens) > 0 {
 		if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func (rp *runningPod) ready() bool {
 func (r *Runner) reportStatus(ctx context.Context, p *corev1.Pod, rp *runningPod) {
 	// Until kwok has made the pod Running, its stage would still write
 	// over the status.
-	if p.Status.Phase != corev1.PodRunning {
+	if p.Status.Phase != corev1.PodRunning || r.reportCompletion(ctx, p, rp) {
 		return
 	}
 	want := corev1.ConditionFalse

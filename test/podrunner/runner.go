@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,9 @@ type Config struct {
 	// Namespace and Selector (a label selector) name the pods to run, on
 	// the host network (they may call the API server on loopback).
 	Namespace, Selector string
+	// Also names more pods to run as those, on the host network (the Helm
+	// chart's test pod, which reads the API server).
+	Also []Target
 	// Isolated names more pods to run, each container in a network of its
 	// own (podman's bridge) with its ports published on loopback at the
 	// pod's host ports: for pods that call nothing on this host, which
@@ -137,6 +141,7 @@ type container struct {
 	restarts atomic.Int32
 	ready    atomic.Bool
 	started  atomic.Bool // the main process is running
+	done     atomic.Bool // it ran to its end and is not run again (runsOnce)
 	states   states      // what the pod's status says of it
 }
 
@@ -229,7 +234,8 @@ func (r *Runner) removeLeftovers() error {
 func (r *Runner) sync(ctx context.Context) error {
 	live := map[types.UID]bool{}
 	deleted := map[types.UID]bool{}
-	targets := append([]Target{{Namespace: r.cfg.Namespace, Selector: r.cfg.Selector}}, r.cfg.Isolated...)
+	host := append([]Target{{Namespace: r.cfg.Namespace, Selector: r.cfg.Selector}}, r.cfg.Also...)
+	targets := slices.Concat(host, r.cfg.Isolated)
 	for i, target := range targets {
 		list, err := r.cfg.Client.CoreV1().Pods(target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: target.Selector})
 		if err != nil {
@@ -251,7 +257,7 @@ func (r *Runner) sync(ctx context.Context) error {
 			rp, known := r.pods[p.UID]
 			r.mu.Unlock()
 			if !known {
-				r.start(ctx, p, i > 0)
+				r.start(ctx, p, i >= len(host))
 				continue
 			}
 			r.exposePodIP(p, rp)
@@ -387,7 +393,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // runPod prepares the pod's volumes (retrying with a back-off: a token
 // request can fail while the API server is busy), runs its initContainers
 // in order to completion, then runs its containers, restarting each when it
-// exits (restartPolicy Always, with a growing back-off), until ctx ends.
+// exits (restartPolicy Always, with a growing back-off; Never and OnFailure
+// as runsOnce says), until ctx ends.
 func (r *Runner) runPod(ctx context.Context, rp *runningPod) {
 	p := rp.pod
 	var mounts []string
@@ -444,6 +451,11 @@ func (r *Runner) runPod(ctx context.Context, rp *runningPod) {
 				}
 				var pe *pullError
 				if !errors.As(err, &pe) {
+					if runsOnce(p, err) {
+						st.done.Store(true)
+						r.cfg.Logf("pod runner: %s container %s ended (%v); restartPolicy %s: not run again", p.Name, c.Name, err, p.Spec.RestartPolicy)
+						return
+					}
 					st.restarts.Add(1)
 				}
 				var ok bool
@@ -1027,6 +1039,7 @@ func (r *Runner) probe(ctx context.Context, rp *runningPod, c *corev1.Container)
 // containers' podman names, restarts and readiness.
 type PodState struct {
 	Pod      string            `json:"pod"`
+	Labels   map[string]string `json:"labels,omitempty"` // the pod's, as the runner started it
 	Slot     int               `json:"slot"`
 	Ready    bool              `json:"ready"`
 	Restarts int32             `json:"restarts"`
@@ -1039,7 +1052,7 @@ func (r *Runner) Pods() []PodState {
 	defer r.mu.Unlock()
 	var out []PodState
 	for _, rp := range r.pods {
-		s := PodState{Pod: rp.pod.Name, Slot: rp.slot, Ready: rp.ready(), Names: map[string]string{}}
+		s := PodState{Pod: rp.pod.Name, Labels: rp.pod.Labels, Slot: rp.slot, Ready: rp.ready(), Names: map[string]string{}}
 		rp.mu.Lock()
 		for _, c := range rp.pod.Spec.Containers {
 			if st, ok := rp.containers[c.Name]; ok {

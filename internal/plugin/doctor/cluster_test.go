@@ -91,6 +91,7 @@ func TestDoctorOnAPIServer(t *testing.T) {
 
 	// Healthy: the operator has converged.
 	testenv.Eventually(t, 30*time.Second, func() string { return report(ctx, t, k8s) })
+	helmTestReads(t, cfg, k8s)
 	r, err := status.Read(ctx, k8s, operatorNS, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -413,5 +414,57 @@ func remove[T client.Object](t *testing.T, c client.Client, obj T, key client.Ob
 	return func() {
 		obj.SetResourceVersion("")
 		mustCreate(t, c, obj)
+	}
+}
+
+// helmTestReads: the Helm chart's test (config/helm-test) runs doctor on
+// the installation, with the operator's namespace as the Drinks'
+// namespace, as a ServiceAccount that only reads. Its rights, and no
+// more, must give the report an administrator gets: the API server
+// refuses any read doctor makes that they leave out.
+func helmTestReads(t *testing.T, cfg *rest.Config, admin client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	objs, err := manifests.Render("config/helm-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := ""
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount":
+			sa = "system:serviceaccount:" + o.GetNamespace() + ":" + o.GetName()
+		case "Pod":
+			continue // the API server's job is what it reads, not running it
+		}
+		mustCreate(t, admin, o)
+	}
+	asTest := rest.CopyConfig(cfg)
+	asTest.Impersonate = rest.ImpersonationConfig{UserName: sa}
+	c, err := client.New(asTest, client.Options{Scheme: admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []doctor.Finding
+	// RBAC takes effect within a moment of the bindings' creation.
+	testenv.Eventually(t, 10*time.Second, func() string {
+		s, err := doctor.Read(ctx, c, operatorNS, operatorNS)
+		if err != nil {
+			return "doctor as " + sa + ": " + err.Error()
+		}
+		got = doctor.Run(s)
+		return ""
+	})
+	s, err := doctor.Read(ctx, admin, operatorNS, operatorNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = doctor.Run(s)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("doctor as %s differs from an administrator's (-admin +test):\n%s", sa, diff)
+	}
+	// Nothing but reads: a write the role left out is refused.
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "helm-test-write"}}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("a ConfigMap created as %s: %v, want forbidden", sa, err)
 	}
 }
