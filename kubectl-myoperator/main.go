@@ -162,6 +162,10 @@ beside their own) is kept in the annotation %s, and converting back
 restores it. Keep that annotation when you edit the output. A field the
 input's version does not have is refused, not dropped.
 
+Bounded: a document of more than 3 MiB (the API server's request limit) is
+refused, but a List that large converts item by item when given as JSON
+(kubectl get drinks -A -o json).
+
 Usage: kubectl myoperator convert --to VERSION [-f FILE]...
 
 `, drinksv1.ConversionDataAnnotation)

@@ -1,6 +1,10 @@
 package releases
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/example/myoperator/test/framework/testutil"
+)
 
 func TestDistVersion(t *testing.T) {
 	rec, err := ParseRecord(record("- a change.\n", release("v0.2.0", "2026-11-30", sha2), release("v0.1.0", "2026-11-29", sha1)))
@@ -37,7 +41,7 @@ func TestDistVersion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := DistVersion(rec, tc.want, tc.tree)
-			if checkErr(t, err, tc.err) {
+			if testutil.CheckErr(t, err, tc.err) {
 				return
 			}
 			if got != tc.version {

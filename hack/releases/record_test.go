@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"strings"
 	"testing"
+
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 const (
@@ -15,19 +17,6 @@ const (
 // (heading and commit line each).
 func record(unreleased string, releases ...string) string {
 	return "# Releases\n\nIntro.\n\n## Unreleased\n\n" + unreleased + "\n" + strings.Join(releases, "\n")
-}
-
-// checkErr fails the test unless err contains want, or is nil when want is
-// empty; it reports whether an error was expected (the case ends there).
-func checkErr(t *testing.T, err error, want string) bool {
-	t.Helper()
-	switch {
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Fatalf("err = %v, want one containing %q", err, want)
-	case want == "" && err != nil:
-		t.Fatal(err)
-	}
-	return want != ""
 }
 
 func release(v, date, commit string) string {
@@ -62,7 +51,7 @@ func TestParseRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, err := ParseRecord(tc.text)
-			if checkErr(t, err, tc.err) {
+			if testutil.CheckErr(t, err, tc.err) {
 				return
 			}
 			if len(rec.Releases) != len(tc.want) {
@@ -182,7 +171,7 @@ func TestCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, r, err := Cut(tc.text, tc.version, "2026-12-24", tc.commit)
-			if checkErr(t, err, tc.err) {
+			if testutil.CheckErr(t, err, tc.err) {
 				return
 			}
 			rec, err := ParseRecord(out)

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/apis/drinks"
@@ -146,23 +145,35 @@ func toMap(obj runtime.Object) (map[string]any, error) {
 
 // Stream converts every document of r to version to and writes them to w
 // as one multi-document YAML stream. name says where r comes from, for
-// errors. Empty documents are skipped.
+// errors. Empty documents are skipped. It holds one document at a time,
+// of at most MaxDocumentBytes: a larger one is refused, unless it is a
+// JSON List (kubectl get -o json), which is converted item by item.
 func Stream(w io.Writer, r io.Reader, name, to string, first *bool) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	return builtIn.stream(w, r, name, to, first, MaxDocumentBytes)
+}
+
+func (c converter) stream(w io.Writer, r io.Reader, name, to string, first *bool, maxBytes int) error {
+	in := bufio.NewReaderSize(r, 64<<10)
+	docs := &docReader{r: in, max: maxBytes}
 	for n := 1; ; n++ {
-		doc, err := reader.Read()
+		doc, err := docs.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil {
+		large := errors.Is(err, errTooLarge)
+		if err != nil && !large {
 			return fmt.Errorf("%s: reading document %d: %w", name, n, err)
 		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+		if !large && len(bytes.TrimSpace(stripComments(doc))) == 0 {
 			continue
 		}
-		out, err := Document(doc, to)
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, n, err)
+		var out []byte
+		if !large {
+			if out, err = c.document(doc, to); err != nil {
+				return fmt.Errorf("%s: document %d: %w", name, n, err)
+			}
+		} else if head := bytes.TrimLeft(doc, " \t\r\n"); len(head) == 0 || head[0] != '{' {
+			return fmt.Errorf("%s: document %d is %w: no Drink that large can exist; give a List that large as JSON (kubectl get -o json), which convert reads item by item", name, n, errTooLarge)
 		}
 		if !*first {
 			if _, err := io.WriteString(w, "---\n"); err != nil {
@@ -170,9 +181,20 @@ func Stream(w io.Writer, r io.Reader, name, to string, first *bool) error {
 			}
 		}
 		*first = false
-		if _, err := w.Write(out); err != nil {
-			return err
+		if !large {
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			continue
 		}
+		rest, err := c.jsonList(w, io.MultiReader(bytes.NewReader(doc), in), to, int64(maxBytes))
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, n, err)
+		}
+		// The documents after the List: what the JSON decoder read ahead,
+		// then the rest of the input.
+		in = bufio.NewReaderSize(io.MultiReader(rest, in), 64<<10)
+		docs = &docReader{r: in, max: maxBytes}
 	}
 }
 

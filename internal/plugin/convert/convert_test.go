@@ -2,6 +2,8 @@ package convert
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/myoperator/test/framework/drinkgamma"
+	"github.com/example/myoperator/test/framework/testutil"
 )
 
 // manifests are v1 Drinks that each need something of conversion: fields a
@@ -221,5 +224,96 @@ func TestFourthVersion(t *testing.T) {
 	}
 	if _, err := Document([]byte(manifests["every field"]), drinkgamma.Version); err == nil {
 		t.Error("the built-in lists wrote v1gamma1")
+	}
+}
+
+// jsonList is a v1 List of 300 Drinks as kubectl get -o json prints it
+// (compact when oneLine: no newline anywhere), each with a note of 200
+// bytes in an annotation: 120 KiB in all.
+func jsonList(t *testing.T, oneLine bool) string {
+	const pad = 200
+	t.Helper()
+	items := make([]any, 300)
+	for i := range items {
+		items[i] = map[string]any{"apiVersion": "example.com/v1", "kind": "Drink",
+			"metadata": map[string]any{"name": fmt.Sprintf("d%d", i), "namespace": "cafe", "annotations": map[string]any{"note": strings.Repeat("x", pad)}},
+			"spec":     map[string]any{"displayName": "Tea", "beverage": "tea", "extras": []any{"milk"}}}
+	}
+	l := map[string]any{"apiVersion": "v1", "items": items, "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}
+	var b []byte
+	var err error
+	if oneLine {
+		b, err = json.Marshal(l)
+	} else {
+		b, err = json.MarshalIndent(l, "", "    ")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+// TestStreamBounded: convert holds one document of at most the bound (64
+// KiB here, MaxDocumentBytes in the plugin). A larger YAML document, or a
+// larger JSON object that is not a List, is refused, naming the document;
+// a larger JSON List (kubectl get -o json) converts item by item, each
+// within the bound, and the documents after it still convert.
+func TestStreamBounded(t *testing.T) {
+	const bound = 64 << 10
+	big := strings.Repeat("x", bound)
+	drink := func(format string) string { return fmt.Sprintf(format, big) }
+	for _, tc := range []struct {
+		name, in string
+		items    int // converted List items, when it converts
+		err      string
+	}{
+		{"a List of 300 Drinks, 120 KiB, indented", jsonList(t, false), 300, ""},
+		{"the same on one line", jsonList(t, true), 300, ""},
+		{"a large List, then a Drink", jsonList(t, false) + "---\n" + manifests["course form"], 300, ""},
+		{"a YAML Drink past the bound", drink("apiVersion: example.com/v1\nkind: Drink\nmetadata:\n  name: big\n  annotations: {note: %s}\nspec: {}\n"), 0,
+			"in.yaml: document 1 is larger than 3 MiB, the most the API server takes in one request: no Drink that large can exist; give a List that large as JSON"},
+		{"a YAML List past the bound", "apiVersion: v1\nkind: List\nitems:\n" + strings.Repeat("- {apiVersion: example.com/v1, kind: Drink, metadata: {name: a}, spec: {}}\n", 2000), 0,
+			"in.yaml: document 1 is larger than 3 MiB"},
+		{"a JSON Drink past the bound", drink(`{"apiVersion": "example.com/v1", "kind": "Drink", "metadata": {"name": "big", "annotations": {"note": "%s"}}, "spec": {}}`), 0,
+			`in.yaml: document 1: apiVersion "example.com/v1": a document larger than 3 MiB, the most the API server takes in one request converts only as a v1 List`},
+		{"a JSON List with one item past the bound", strings.Replace(jsonList(t, false), `"name": "d7"`, `"name": "d7", "labels": {"note": "`+big+`"}`, 1), 0,
+			"in.yaml: document 1: items[7]: larger than 3 MiB"},
+		{"a JSON List of a Secret", strings.Replace(jsonList(t, false), `"kind": "Drink"`, `"kind": "Secret"`, 1), 0,
+			`in.yaml: document 1: items[0]: kind "Secret": only Drinks`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			first := true
+			err := builtIn.stream(&out, strings.NewReader(tc.in), "in.yaml", "v1alpha1", &first, bound)
+			if testutil.CheckErr(t, err, tc.err) {
+				return
+			}
+			docs := strings.Split(out.String(), "---\n")
+			var l struct {
+				Kind  string
+				Items []map[string]any
+			}
+			if err := yaml.Unmarshal([]byte(docs[0]), &l); err != nil {
+				t.Fatalf("the converted List: %v\n%.2000s", err, docs[0])
+			}
+			if l.Kind != "List" || len(l.Items) != tc.items {
+				t.Fatalf("kind %q with %d items, want a List of %d", l.Kind, len(l.Items), tc.items)
+			}
+			for i, item := range l.Items {
+				if item["apiVersion"] != "example.com/v1alpha1" || item["metadata"].(map[string]any)["name"] != fmt.Sprintf("d%d", i) {
+					t.Fatalf("items[%d]: %v %v, want example.com/v1alpha1 d%d", i, item["apiVersion"], item["metadata"], i)
+				}
+			}
+			// What v1alpha1 cannot hold (extras) is kept, so back in v1 the
+			// List is what it was.
+			var back bytes.Buffer
+			first = true
+			if err := Stream(&back, strings.NewReader(docs[0]), "out", "v1", &first); err != nil || !strings.Contains(back.String(), "- milk") {
+				t.Errorf("the converted List back in v1: %v\n%.500s", err, back.String())
+			}
+			if strings.Contains(tc.in, "---") && (len(docs) != 2 || !strings.Contains(docs[1], "name: course")) {
+				t.Errorf("the Drink after the List: %d documents\n%.300s", len(docs), docs[len(docs)-1])
+			}
+		})
 	}
 }

@@ -134,3 +134,17 @@ func IsWriteMethod(method string) bool {
 	}
 	return false
 }
+
+// CheckErr fails the test unless err contains want, or is nil when want
+// is empty; it reports whether an error was expected, so that a table
+// test's case ends there.
+func CheckErr(t testing.TB, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	case want == "" && err != nil:
+		t.Fatal(err)
+	}
+	return want != ""
+}
