@@ -28,7 +28,8 @@
 #   myoperator-guestbook_T.oci.tar      the Guestbook server's image, same
 #   kubectl-myoperator_<os>_<arch>.tar.gz (.zip on Windows)
 #                                       the kubectl plugin (docs/plugin.md)
-#                                       with the LICENSE, for each of
+#                                       with the LICENSE and its completion
+#                                       script for kubectl, for each of
 #                                       PLUGIN_PLATFORMS
 #   krew/myoperator.yaml      the plugin's krew manifest: each archive's
 #                             URL on the release page and sha256, checked
@@ -128,26 +129,27 @@ make --no-print-directory build-plugins BUILD_DIR="$root/$bindir" VERSION="$vers
 epoch=$(git log -1 --format=%ct "$commit")
 krew_platforms=
 for p in $PLUGIN_PLATFORMS; do
-  os=${p%/*} arch=${p#*/} exe=kubectl-myoperator
-  [ "$os" = windows ] && exe=kubectl-myoperator.exe
+  # The completion script kubectl runs for "kubectl myoperator <TAB>".
+  os=${p%/*} arch=${p#*/} exe=kubectl-myoperator complete=kubectl_complete-myoperator
+  [ "$os" = windows ] && exe=kubectl-myoperator.exe complete=kubectl_complete-myoperator.cmd
   stage=$(mktemp -d "$root/bin/dist-plugin.XXXXXX")
-  cp "$bindir/plugin/${os}_$arch/$exe" LICENSE "$stage/"
-  touch -d "@$epoch" "$stage/$exe" "$stage/LICENSE"
+  cp "$bindir/plugin/${os}_$arch/$exe" LICENSE "kubectl-myoperator/$complete" "$stage/"
+  touch -d "@$epoch" "$stage/$exe" "$stage/LICENSE" "$stage/$complete"
   if [ "$os" = windows ]; then
     archive=kubectl-myoperator_${os}_$arch.zip
-    python3 - "$dist/$archive" "$stage" "$exe" "$epoch" <<'PY'
+    python3 - "$dist/$archive" "$stage" "$exe" "$epoch" "$complete" <<'PY'
 import sys, time, zipfile
-out, stage, exe, epoch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+out, stage, exe, epoch, complete = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-    for name in sorted([exe, "LICENSE"]):
+    for name in sorted([exe, "LICENSE", complete]):
         info = zipfile.ZipInfo(name, time.gmtime(epoch)[:6])
-        info.external_attr = (0o755 if name == exe else 0o644) << 16
+        info.external_attr = (0o644 if name == "LICENSE" else 0o755) << 16
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, open(f"{stage}/{name}", "rb").read())
 PY
   else
     archive=kubectl-myoperator_${os}_$arch.tar.gz
-    tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$stage" -cf - "$exe" LICENSE | gzip -n >"$dist/$archive"
+    tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$stage" -cf - "$exe" LICENSE "$complete" | gzip -n >"$dist/$archive"
   fi
   rm -rf "$stage"
   krew_platforms+="  - selector:
@@ -159,6 +161,8 @@ PY
     bin: $exe
     files:
     - from: $exe
+      to: .
+    - from: $complete
       to: .
     - from: LICENSE
       to: .

@@ -69,7 +69,11 @@ work=$(mktemp -d "$root/bin/test-dist-plugin.XXXXXX")
 n=0
 for p in $PLUGIN_PLATFORMS; do
   os=${p%/*} arch=${p#*/}
-  if [ "$os" = windows ]; then archive=kubectl-myoperator_${p/\//_}.zip exe=kubectl-myoperator.exe; else archive=kubectl-myoperator_${p/\//_}.tar.gz exe=kubectl-myoperator; fi
+  if [ "$os" = windows ]; then
+    archive=kubectl-myoperator_${p/\//_}.zip exe=kubectl-myoperator.exe complete=kubectl_complete-myoperator.cmd
+  else
+    archive=kubectl-myoperator_${p/\//_}.tar.gz exe=kubectl-myoperator complete=kubectl_complete-myoperator
+  fi
   grep -q " $archive\$" dist/SHA256SUMS || fail "SHA256SUMS does not list $archive"
   mkdir -p "$work/$os-$arch"
   if [ "$os" = windows ]; then
@@ -77,7 +81,7 @@ for p in $PLUGIN_PLATFORMS; do
   else
     tar -xzf "dist/$archive" -C "$work/$os-$arch"
   fi
-  [ "$(cd "$work/$os-$arch" && ls | tr '\n' ' ')" = "$(printf '%s\n' LICENSE "$exe" | sort | tr '\n' ' ')" ] || fail "$archive holds $(cd "$work/$os-$arch" && ls | tr '\n' ' '), want $exe and LICENSE"
+  [ "$(cd "$work/$os-$arch" && ls | tr '\n' ' ')" = "$(printf '%s\n' LICENSE "$exe" "$complete" | LC_ALL=C sort | tr '\n' ' ')" ] || fail "$archive holds $(cd "$work/$os-$arch" && ls | tr '\n' ' '), want $exe, $complete and LICENSE"
   cmp -s "$work/$os-$arch/LICENSE" LICENSE || fail "$archive: its LICENSE is not the repository's"
   got=$(python3 hack/binformat.py "$work/$os-$arch/$exe")
   [ "$got" = "$os/$arch" ] || fail "$archive: $exe is a $got binary, not $os/$arch"
@@ -100,7 +104,11 @@ grep -q "^myoperator $version " <<<"$out" || fail "kubectl myoperator version, i
 out=$(PATH="$krew_root/bin:$PATH" kubectl myoperator status --server=https://127.0.0.1:1 --insecure-skip-tls-verify --token=none --request-timeout=5s 2>&1) &&
   fail "kubectl myoperator status against nothing succeeded: $out"
 grep -q "127.0.0.1:1" <<<"$out" || fail "kubectl myoperator status, installed by krew, did not try the server it was given: $out"
-say "krew install (offline) from krew/myoperator.yaml and kubectl-myoperator_$host.tar.gz: kubectl myoperator version prints $version; status tries its --server"
+# kubectl completes "kubectl myoperator <TAB>" through the archive's
+# kubectl_complete-myoperator, which asks the plugin krew installed.
+out=$(PATH="$krew_root/bin:$work/${host/_/-}:$PATH" kubectl __complete myoperator convert --to "" 2>/dev/null) || fail "kubectl __complete myoperator: $out"
+[ "$(grep -x 'v1alpha1\|v1beta1\|v1' <<<"$out" | tr '\n' ' ')" = "v1alpha1 v1beta1 v1 " ] || fail "kubectl completing kubectl myoperator convert --to: $(tr '\n' ' ' <<<"$out")"
+say "krew install (offline) from krew/myoperator.yaml and kubectl-myoperator_$host.tar.gz: kubectl myoperator version prints $version; status tries its --server; kubectl completes convert --to with v1alpha1 v1beta1 v1"
 rm -rf "$work"
 
 # The per-platform images make dist left in podman's store, and what the

@@ -1,5 +1,8 @@
 // Command kubectl-myoperator is the kubectl plugin of myoperator: kubectl
-// myoperator status, doctor and convert (docs/plugin.md).
+// myoperator status, doctor and convert (docs/plugin.md). Its commands are
+// cobra's, as kubectl's are, for cobra's shell completion: kubectl (1.26
+// and later) completes "kubectl myoperator ..." by running
+// kubectl_complete-myoperator, which asks this binary (__complete).
 package main
 
 import (
@@ -12,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -31,6 +34,7 @@ Usage:
   kubectl myoperator doctor  [-n NAMESPACE] [-o json|yaml] [kubectl's flags]
   kubectl myoperator convert --to VERSION [-f FILE]...
   kubectl myoperator version
+  kubectl myoperator completion bash|zsh|fish|powershell
 
 status   the operator's pods and leader, webhooks and certificate, Drinks,
          Guestbooks and the OperatorConfig cluster.
@@ -50,7 +54,6 @@ func main() {
 	case err == nil:
 	case errors.Is(err, errFindings):
 		os.Exit(1)
-	case errors.Is(err, pflag.ErrHelp):
 	default:
 		fmt.Fprintln(os.Stderr, "kubectl myoperator:", err)
 		os.Exit(2)
@@ -58,100 +61,129 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
-		return nil
+	root := &cobra.Command{
+		// The binary's name, which completion scripts are named after (a
+		// root named kubectl would write kubectl's); kubectl's name for
+		// it in help and errors.
+		Use:         "kubectl-myoperator",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl myoperator"},
+		Short:       "Look at and fix a myoperator installation",
+		Long:        usage,
+		Version:     version.String(),
+		// The errors are main's to print, with the exit code it chooses.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd, args := args[0], args[1:]
-	fs := pflag.NewFlagSet("kubectl myoperator "+cmd, pflag.ContinueOnError)
-	fs.SetOutput(stdout)
-	var conn plugin.Connection
-	// connect parses the flags of a command that reads the cluster.
-	connect := func(namespaceHelp string) (client.Client, error) {
-		conn.AddFlags(fs, namespaceHelp)
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		return conn.Client()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stdout)
+	root.SetHelpTemplate("{{.Long}}{{if not .HasParent}}{{else}}\n{{.UsageString}}{{end}}")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(statusCommand(), doctorCommand(), convertCommand(stdin, stdout), &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.String()) },
+	})
+	return root.ExecuteContext(ctx)
+}
+
+// connected is a command that reads the cluster: kubectl's connection
+// flags, -n and -o.
+type connected struct {
+	conn   plugin.Connection
+	output *string
+}
+
+func newConnected(cmd *cobra.Command, namespaceHelp string) *connected {
+	c := &connected{}
+	c.conn.AddFlags(cmd.Flags(), namespaceHelp)
+	c.output = plugin.AddOutputFlag(cmd.Flags())
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(plugin.OutputFormats, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// client refuses an -o the commands do not print, before the cluster is
+// read, and connects.
+func (c *connected) client() (client.Client, error) {
+	if *c.output != "" && !slices.Contains(plugin.OutputFormats, *c.output) {
+		return nil, fmt.Errorf("--output %q: want one of %s (or none, for text)", *c.output, strings.Join(plugin.OutputFormats, ", "))
 	}
-	var output *string
-	// checkOutput refuses an -o the commands do not print, before the
-	// cluster is read.
-	checkOutput := func() error {
-		if *output != "" && !slices.Contains(plugin.OutputFormats, *output) {
-			return fmt.Errorf("--output %q: want one of %s (or none, for text)", *output, strings.Join(plugin.OutputFormats, ", "))
-		}
-		return nil
+	return c.conn.Client()
+}
+
+func statusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "The operator's pods and leader, webhooks and certificate, Drinks, Guestbooks and the OperatorConfig",
+		Args:  cobra.NoArgs,
 	}
-	switch cmd {
-	case "status":
-		output = plugin.AddOutputFlag(fs)
-		c, err := connect("Show only the Drinks of this namespace (default: every namespace).")
+	c := newConnected(cmd, "Show only the Drinks of this namespace (default: every namespace).")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		k8s, err := c.client()
 		if err != nil {
 			return err
 		}
-		if err := checkOutput(); err != nil {
-			return err
-		}
-		r, err := status.Read(ctx, c, conn.OperatorNamespace, conn.Namespace, time.Now())
+		r, err := status.Read(cmd.Context(), k8s, c.conn.OperatorNamespace, c.conn.Namespace, time.Now())
 		if err != nil {
 			return err
 		}
-		if *output != "" {
-			return plugin.Encode(stdout, *output, r)
+		if *c.output != "" {
+			return plugin.Encode(cmd.OutOrStdout(), *c.output, r)
 		}
-		status.Text(stdout, r)
+		status.Text(cmd.OutOrStdout(), r)
 		return nil
-	case "doctor":
-		output = plugin.AddOutputFlag(fs)
-		fs.Usage = func() {
-			fmt.Fprintln(fs.Output(), "Checks the installation's invariants against the live cluster; prints each finding with\nthe command that fixes it and exits 1 on any (2 when the cluster cannot be read).\nChecks:")
-			for _, c := range doctor.Checks {
-				fmt.Fprintf(fs.Output(), "  %-20s %s\n", c.Name, c.Invariant)
-			}
-			fmt.Fprintf(fs.Output(), "Not findings: Drinks being deleted, paused (%s: \"true\"), outside the\nmanager's --watch-namespaces, or while the operator is Unmanaged.\n\nUsage: kubectl myoperator doctor [flags]\n\n", pause.Annotation)
-			fs.PrintDefaults()
-		}
-		c, err := connect("Check only the Drinks and ConfigMaps of this namespace (default: every namespace); the installation is checked always.")
+	}
+	return cmd
+}
+
+func doctorCommand() *cobra.Command {
+	var long strings.Builder
+	long.WriteString("Checks the installation's invariants against the live cluster; prints each finding with\nthe command that fixes it and exits 1 on any (2 when the cluster cannot be read).\nChecks:\n")
+	for _, c := range doctor.Checks {
+		fmt.Fprintf(&long, "  %-20s %s\n", c.Name, c.Invariant)
+	}
+	fmt.Fprintf(&long, "Not findings: Drinks being deleted, paused (%s: \"true\"), outside the\nmanager's --watch-namespaces, or while the operator is Unmanaged.\n", pause.Annotation)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the installation's invariants; each finding with the command that fixes it",
+		Long:  long.String(),
+		Args:  cobra.NoArgs,
+	}
+	c := newConnected(cmd, "Check only the Drinks and ConfigMaps of this namespace (default: every namespace); the installation is checked always.")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		k8s, err := c.client()
 		if err != nil {
 			return err
 		}
-		if err := checkOutput(); err != nil {
-			return err
-		}
-		s, err := doctor.Read(ctx, c, conn.OperatorNamespace, conn.Namespace)
+		s, err := doctor.Read(cmd.Context(), k8s, c.conn.OperatorNamespace, c.conn.Namespace)
 		if err != nil {
 			return err
 		}
 		findings := doctor.Run(s)
-		if *output != "" {
-			if err := plugin.Encode(stdout, *output, doctor.NewReport(s, findings)); err != nil {
+		if *c.output != "" {
+			if err := plugin.Encode(cmd.OutOrStdout(), *c.output, doctor.NewReport(s, findings)); err != nil {
 				return err
 			}
 		} else {
-			doctor.Print(stdout, s, findings)
+			doctor.Print(cmd.OutOrStdout(), s, findings)
 		}
 		if len(findings) > 0 {
 			return errFindings
 		}
 		return nil
-	case "convert":
-		return runConvert(fs, args, stdin, stdout)
-	case "version", "--version":
-		fmt.Fprintln(stdout, version.String())
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	}
-	return fmt.Errorf("unknown command %q; commands: status, doctor, convert, version", cmd)
+	return cmd
 }
 
-func runConvert(fs *pflag.FlagSet, args []string, stdin io.Reader, stdout io.Writer) error {
-	files := fs.StringArrayP("filename", "f", nil, `A file of Drink manifests (YAML or JSON, several documents); repeatable; "-" or none reads stdin.`)
-	to := fs.String("to", "", "The version to write: "+fmt.Sprint(convert.Versions())+".")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Converts Drink manifests between versions offline, with the operator's own
+func convertCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "convert --to VERSION [-f FILE]...",
+		Short: "Convert Drink manifests between versions offline",
+		Long: fmt.Sprintf(`Converts Drink manifests between versions offline, with the operator's own
 conversion code, as the API server converts them: through the v1 hub.
 Writes YAML, one document per Drink, in the order read; a List (kubectl get
 -o yaml) stays a List of converted items.
@@ -165,35 +197,36 @@ input's version does not have is refused, not dropped.
 Bounded: a document of more than 3 MiB (the API server's request limit) is
 refused, but a List that large converts item by item when given as JSON
 (kubectl get drinks -A -o json).
-
-Usage: kubectl myoperator convert --to VERSION [-f FILE]...
-
-`, drinksv1.ConversionDataAnnotation)
-		fs.PrintDefaults()
+`, drinksv1.ConversionDataAnnotation),
+		Args: cobra.NoArgs,
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *to == "" {
-		return fmt.Errorf("--to is required: one of %v", convert.Versions())
-	}
-	if len(*files) == 0 {
-		*files = []string{"-"}
-	}
-	first := true
-	for _, name := range *files {
-		r, display := stdin, "stdin"
-		if name != "-" {
-			f, err := os.Open(name)
-			if err != nil {
+	files := cmd.Flags().StringArrayP("filename", "f", nil, `A file of Drink manifests (YAML or JSON, several documents); repeatable; "-" or none reads stdin.`)
+	to := cmd.Flags().String("to", "", "The version to write: "+fmt.Sprint(convert.Versions())+".")
+	_ = cmd.RegisterFlagCompletionFunc("to", cobra.FixedCompletions(convert.Versions(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if *to == "" {
+			return fmt.Errorf("--to is required: one of %v", convert.Versions())
+		}
+		if len(*files) == 0 {
+			*files = []string{"-"}
+		}
+		first := true
+		for _, name := range *files {
+			r, display := stdin, "stdin"
+			if name != "-" {
+				f, err := os.Open(name)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = f.Close() }()
+				r, display = f, name
+			}
+			if err := convert.Stream(stdout, r, display, *to, &first); err != nil {
 				return err
 			}
-			defer func() { _ = f.Close() }()
-			r, display = f, name
 		}
-		if err := convert.Stream(stdout, r, display, *to, &first); err != nil {
-			return err
-		}
+		return nil
 	}
-	return nil
+	return cmd
 }

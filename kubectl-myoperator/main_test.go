@@ -23,17 +23,25 @@ func TestRun(t *testing.T) {
 	}{
 		{[]string{"convert", "--to", "v1"}, drink, "apiVersion: example.com/v1\nkind: Drink\nmetadata:\n  name: d\nspec:\n  beverage: tea\n  displayName: D\n  size: Small\n", ""},
 		{[]string{"convert", "-f", "-", "--to=v1alpha1"}, drink, `example.com/conversion-data: '{"size":"Small"}'`, ""},
-		{[]string{"convert", "--help"}, "", "Lossless: what the target version cannot hold", "pflag: help requested"},
+		{[]string{"convert", "--help"}, "", "Lossless: what the target version cannot hold", ""},
 		{[]string{"convert"}, drink, "", "--to is required"},
 		{[]string{"convert", "--to", "v1", "-f", "/nonexistent"}, "", "", "no such file"},
-		{[]string{"doctor", "--help"}, "", "accepted-config", "pflag: help requested"},
+		{[]string{"doctor", "--help"}, "", "accepted-config", ""},
 		{[]string{"frobnicate"}, "", "", `unknown command "frobnicate"`},
 		{nil, "", "kubectl myoperator doctor", ""},
+		{[]string{"version"}, "", "myoperator ", ""},
+		{[]string{"--version"}, "", "myoperator ", ""},
+		// Shell completion, as kubectl_complete-myoperator asks for it.
+		{[]string{"__complete", ""}, "", "convert\tConvert Drink manifests", ""},
+		{[]string{"__complete", "convert", "--to", ""}, "", "v1alpha1\nv1beta1\nv1\n:4\n", ""},
+		{[]string{"__complete", "status", "-o", ""}, "", "json\nyaml\n:4\n", ""},
+		{[]string{"__complete", "doctor", "--as-"}, "", "--as-group\t", ""},
+		{[]string{"completion", "bash"}, "", "__start_kubectl-myoperator", ""},
 		// Refused before the cluster is read (the kubeconfig's server does not exist).
 		{[]string{"status", "-o", "wide"}, "", "", `--output "wide": want one of json, yaml`},
 		{[]string{"doctor", "--output=table"}, "", "", `--output "table": want one of json, yaml`},
-		{[]string{"status", "--help"}, "", "--as-group", "pflag: help requested"},
-		{[]string{"doctor", "--help"}, "", "--request-timeout", "pflag: help requested"},
+		{[]string{"status", "--help"}, "", "--as-group", ""},
+		{[]string{"doctor", "--help"}, "", "--request-timeout", ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out bytes.Buffer

@@ -33,11 +33,10 @@ var builtIn = converter{versions: drinks.Default, table: drinksversions.Drinks}
 // Versions are the versions convert writes: every served Drink version.
 func Versions() []string { return builtIn.table.Served() }
 
-// Document converts one Drink manifest (YAML or JSON), or a v1 List of
-// them (kubectl get -o yaml), to the version to and returns it as YAML. Unknown fields are refused, naming the field:
-// conversion would otherwise drop them.
-func Document(doc []byte, to string) ([]byte, error) { return builtIn.document(doc, to) }
-
+// document converts one Drink manifest (YAML or JSON), or a v1 List of
+// them (kubectl get -o yaml), to the version to and returns it as YAML.
+// Unknown fields are refused, naming the field: conversion would otherwise
+// drop them.
 func (c converter) document(doc []byte, to string) ([]byte, error) {
 	served := c.table.Served()
 	if !slices.Contains(served, to) {

@@ -117,7 +117,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown target", manifests["empty spec"], "v2", `--to "v2": must be one of`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Document([]byte(tc.doc), tc.to)
+			_, err := builtIn.document([]byte(tc.doc), tc.to)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -169,7 +169,7 @@ func TestList(t *testing.T) {
 	if !strings.Contains(string(back), "- oat milk") || strings.Contains(string(back), "conversion-data") {
 		t.Errorf("the List back in v1 lost extras or kept the annotation:\n%s", back)
 	}
-	_, err := Document([]byte(l+"- {apiVersion: v1, kind: Secret}\n"), "v1")
+	_, err := builtIn.document([]byte(l+"- {apiVersion: v1, kind: Secret}\n"), "v1")
 	if err == nil || !strings.Contains(err.Error(), `items[2]: kind "Secret"`) {
 		t.Errorf("error %v, want one naming items[2]", err)
 	}
@@ -177,7 +177,7 @@ func TestList(t *testing.T) {
 
 func mustConvert(t *testing.T, doc []byte, to string) []byte {
 	t.Helper()
-	out, err := Document(doc, to)
+	out, err := builtIn.document(doc, to)
 	if err != nil {
 		t.Fatalf("converting to %s: %v\n%s", to, err, doc)
 	}
@@ -219,10 +219,10 @@ func TestFourthVersion(t *testing.T) {
 	if !strings.Contains(string(back), "apiVersion: example.com/v1alpha1") || !strings.Contains(string(back), "name: Flat white") {
 		t.Errorf("v1gamma1 -> v1alpha1:\n%s", back)
 	}
-	if _, err := Document(out, "v1"); err == nil || !strings.Contains(err.Error(), `apiVersion "example.com/v1gamma1"`) {
+	if _, err := builtIn.document(out, "v1"); err == nil || !strings.Contains(err.Error(), `apiVersion "example.com/v1gamma1"`) {
 		t.Errorf("the built-in lists read a v1gamma1 Drink: %v", err)
 	}
-	if _, err := Document([]byte(manifests["every field"]), drinkgamma.Version); err == nil {
+	if _, err := builtIn.document([]byte(manifests["every field"]), drinkgamma.Version); err == nil {
 		t.Error("the built-in lists wrote v1gamma1")
 	}
 }
