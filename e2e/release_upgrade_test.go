@@ -605,6 +605,27 @@ func (lw *leaseWatch) finish() []string {
 	return slices.Clone(lw.log)
 }
 
+// settledWebhookErrors reads the API server's webhook error counters once
+// they hold still for 2 s (30 s at most): the window of an upgrade starts
+// there. Right after a setup installed the release being replaced, the
+// watch cache may still be converting for its watchers calls it sent
+// before the webhook Service routed to a ready pod, and they would count
+// as the upgrade's: in a clean-clone make ci the API server logged refused
+// calls until 09:59:32.4, after the baseline had been read, none from the
+// upgrade applied at 09:59:39.5 on, and the check counted 2 failures.
+func settledWebhookErrors(ctx context.Context) (webhookErrorCounts, error) {
+	prev, err := apiserverWebhookErrors(ctx)
+	for deadline := time.Now().Add(30 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Second)
+		var cur webhookErrorCounts
+		if cur, err = apiserverWebhookErrors(ctx); err == nil && cur.Sub(prev).Total() == 0 {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, err
+}
+
 // rolloutUnderLoad applies config over the running operator while the
 // load client writes, and asserts what the issue asks of an upgrade: no
 // failed request (by the client and by the API server's own counters), no
@@ -622,7 +643,7 @@ func rolloutUnderLoad(ctx context.Context, t *testing.T, fx *releaseFixture, wha
 	if err != nil {
 		t.Fatal(err)
 	}
-	errsBefore, err := apiserverWebhookErrors(ctx)
+	errsBefore, err := settledWebhookErrors(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
