@@ -59,6 +59,8 @@ PROMTOOL_VERSION := $(call tools_version,github.com/prometheus/prometheus)
 # it).
 GOVULNCHECK_VERSION := $(call tools_version,golang.org/x/vuln)
 VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
+# cosign signs the release's files and images (hack/sign.sh), offline.
+COSIGN_VERSION := $(call tools_version,github.com/sigstore/cosign/v3)
 # krew, the kubectl plugin manager, and its manifest validator: a module
 # of their own (hack/tools/krew/doc.go says why), for make dist's krew
 # manifest and make test-dist's offline krew install.
@@ -82,6 +84,7 @@ PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 DEADCODE := $(BIN)/deadcode-$(DEADCODE_VERSION)
 GOVULNCHECK := $(BIN)/govulncheck-$(GOVULNCHECK_VERSION)
 KREW := $(BIN)/krew-$(KREW_VERSION)/krew
+COSIGN := $(BIN)/cosign-$(COSIGN_VERSION)
 KUBECTL ?= kubectl
 # The shipped packages: what the four binaries are built from.
 SHIPPED_RE := github.com/example/myoperator(/(apis|internal|reconcile|bootstrap|initcontainer|guestbookserver|kubectl-myoperator)(/.*)?)?$$

@@ -37,6 +37,9 @@
 #   sbom/<binary>_linux_<arch>.cdx.json a CycloneDX SBOM of each binary
 #   images.txt                every image reference the manifests use
 #   SHA256SUMS                the checksum of every file above
+#   signatures/               each file's cosign signature, their SLSA
+#                             provenance signed, the public key
+#                             (hack/sign.sh)
 #
 # The Guestbook's image is built first: its reference by digest becomes the
 # default the manager binary is built with (GUESTBOOK_DEFAULT_IMAGE) and the
@@ -66,6 +69,7 @@ PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin
 # Where the krew manifest says the archives are: the release's page.
 RELEASE_URL=${RELEASE_URL:-https://github.com/example/myoperator/releases/download}
 HELM=${HELM:?set HELM to the helm binary (make dist builds it)}
+COSIGN=${COSIGN:?set COSIGN to the cosign binary (make dist builds it)}
 images=${RELEASE_IMAGES:-1}
 commit=$(git rev-parse HEAD)
 dist=$root/dist
@@ -280,7 +284,10 @@ if [ "$images" = 1 ]; then
   say "OLM bundle image: myoperator-bundle_$version.oci.tar ($bundle_image, bundle.Dockerfile's labels)"
 fi
 
-(cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | sort | xargs sha256sum >SHA256SUMS)
+(cd "$dist" && find . -path ./signatures -prune -o -type f ! -name SHA256SUMS -print | sed 's#^\./##' | sort | xargs sha256sum >SHA256SUMS)
 say "dist/ for $version ($(wc -l <"$dist/SHA256SUMS") files, SHA256SUMS):"
 (cd "$dist" && while read -r sum file; do printf '  %-48s %10s  sha256:%s\n' "$file" "$(stat -c %s "$file")" "$sum"; done <SHA256SUMS)
 say "images: $(tr '\n' ' ' <"$dist/images.txt")"
+# Each file signed, with the provenance of them all (dist/signatures/);
+# the images are signed where make release-push puts them.
+DIST_VERSION=$version COSIGN=$COSIGN PLATFORMS=$PLATFORMS PLUGIN_PLATFORMS=$PLUGIN_PLATFORMS hack/sign.sh

@@ -20,7 +20,13 @@
 #   chart renders install.yaml's Deployment image;
 # - the OLM bundle image carries bundle.Dockerfile's labels and exactly
 #   the bundle tarball's files, and podman pulls it from the registry;
-# - the manager's image passes make test-image's checks (hack/test-image.sh).
+# - the manager's image passes make test-image's checks (hack/test-image.sh);
+# - every file of SHA256SUMS verifies with cosign against its signature
+#   and is a subject of the signed SLSA provenance, which names HEAD, the
+#   builder and each image by digest; one changed byte of an archive fails
+#   both; after make release-push, every image (index and platforms)
+#   verifies in the registry with its provenance, and each binary's SBOM
+#   with its platform's image, and an image pushed without signing fails.
 # Everything it starts listens on loopback and is stopped at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +36,7 @@ say() { echo "test-dist: $*"; }
 podman=(podman --cgroup-manager=cgroupfs --runtime /usr/sbin/runc)
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64}
 HELM=${HELM:?set HELM to the helm binary (make test-dist builds it)}
+COSIGN=${COSIGN:?set COSIGN to the cosign binary (make test-dist builds it)}
 
 # make dist never packs this tree as a release it was not cut from.
 newest=$(go run ./hack/version -newest)
@@ -52,6 +59,67 @@ make --no-print-directory dist RELEASE_IMAGES=1 >"$root/bin/test-dist.log" 2>&1 
 grep -q "^dist: writing this tree's files as $version\$" "$root/bin/test-dist.log" || fail "make dist did not write the tree's files as $version (bin/test-dist.log)"
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold"
 say "make dist $version: $(wc -l <dist/SHA256SUMS) files, SHA256SUMS holds"
+
+# verify_files: every file of SHA256SUMS verifies against its signature
+# and is a subject of the signed provenance, as a user checks them
+# (docs/install.md), with the public key alone.
+pub=dist/signatures/cosign.pub
+verify_files() {
+  local n=0 file
+  while read -r _ file; do
+    "$COSIGN" verify-blob --key "$pub" --insecure-ignore-tlog --bundle "dist/signatures/$file.sigstore.json" "dist/$file" >/dev/null 2>"$root/bin/test-dist-cosign.log" ||
+      { cat "$root/bin/test-dist-cosign.log"; fail "cosign verify-blob dist/$file failed (above)"; }
+    "$COSIGN" verify-blob-attestation --key "$pub" --insecure-ignore-tlog --bundle dist/signatures/provenance.sigstore.json --type slsaprovenance1 "dist/$file" >/dev/null 2>"$root/bin/test-dist-cosign.log" ||
+      { cat "$root/bin/test-dist-cosign.log"; fail "cosign verify-blob-attestation: dist/$file is not in the signed provenance (above)"; }
+    n=$((n + 1))
+  done <dist/SHA256SUMS
+  # The statement names the commit, the builder, and each image by the
+  # digest of its archive's index, under the repository given.
+  python3 - "$1" "$(git rev-parse HEAD)" <<'PY' || fail "dist/signatures/provenance.intoto.json (above)"
+import glob, hashlib, json, os, sys, tarfile
+repo, commit = sys.argv[1:]
+st = json.load(open("dist/signatures/provenance.intoto.json"))
+pred = st["predicate"]
+bad = []
+if st["predicateType"] != "https://slsa.dev/provenance/v1":
+    bad.append(f"predicateType {st['predicateType']}")
+deps = pred["buildDefinition"]["resolvedDependencies"]
+if [d["digest"].get("gitCommit") for d in deps] != [commit]:
+    bad.append(f"resolvedDependencies {deps}, want the commit {commit}")
+if not pred["runDetails"]["builder"].get("id"):
+    bad.append("no builder id")
+subjects = {s["name"]: s["digest"]["sha256"] for s in st["subject"]}
+for line in open("dist/SHA256SUMS"):
+    total, name = line.split()
+    if subjects.get(name) != total:
+        bad.append(f"{name}: sha256 {subjects.get(name)} in the statement, {total} in SHA256SUMS")
+for archive in glob.glob("dist/*.oci.tar"):
+    base = os.path.basename(archive)[: -len(".oci.tar")]
+    name, tag = base.rsplit("_", 1)
+    digest = json.loads(tarfile.open(archive).extractfile("index.json").read())["manifests"][0]["digest"]
+    if subjects.get(f"{repo}/{name}:{tag}") != digest.split(":", 1)[1]:
+        bad.append(f"image {repo}/{name}:{tag}: {subjects.get(f'{repo}/{name}:{tag}')} in the statement, {digest} in {archive}")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+  say "cosign verified the $n files of SHA256SUMS against dist/signatures/ and their provenance (commit $(git rev-parse --short HEAD), images under $1)"
+}
+verify_files ghcr.io/example
+# One changed byte of an archive: its signature and the provenance refuse it.
+tampered=$(mktemp -d "$root/bin/test-dist-tampered.XXXXXX")
+host_archive=kubectl-myoperator_$(go env GOOS)_$(go env GOARCH).tar.gz
+cp "dist/$host_archive" "$tampered/"
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[100] ^= 1; open(sys.argv[1], "wb").write(b)' "$tampered/$host_archive"
+out=$("$COSIGN" verify-blob --key "$pub" --insecure-ignore-tlog --bundle "dist/signatures/$host_archive.sigstore.json" "$tampered/$host_archive" 2>&1) &&
+  fail "cosign verify-blob accepted $host_archive with byte 100 changed: $out"
+grep -q "invalid signature" <<<"$out" || fail "cosign verify-blob refused the changed $host_archive, but not for its signature: $out"
+say "one byte changed in $host_archive: cosign verify-blob: $(grep -m1 -o 'Error: .*' <<<"$out")"
+out=$("$COSIGN" verify-blob-attestation --key "$pub" --insecure-ignore-tlog --bundle dist/signatures/provenance.sigstore.json --type slsaprovenance1 "$tampered/$host_archive" 2>&1) &&
+  fail "cosign verify-blob-attestation found $host_archive with byte 100 changed in the provenance: $out"
+grep -q "do not match digests in statement" <<<"$out" || fail "cosign verify-blob-attestation refused the changed $host_archive, but not for its digest: $out"
+say "one byte changed in $host_archive: cosign verify-blob-attestation: $(grep -m1 -o 'Error: .*' <<<"$out")"
+rm -rf "$tampered"
 # The repository's licence, named where each ecosystem reads it.
 for sbom in dist/sbom/*.cdx.json; do
   [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["metadata"]["component"]["licenses"][0]["license"]["id"])' "$sbom")" = Apache-2.0 ] ||
@@ -218,11 +286,77 @@ go -C hack/tools/registry build -o "$root/bin/registry" .
 registry=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
 to=127.0.0.1:$port/release
-make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep '^registry:' || fail "make release-push failed"
+make --no-print-directory release-push REGISTRY="$to" REGISTRY_INSECURE=1 | grep '^registry:\|^sign:' || fail "make release-push failed"
 grep -q "image: $to/myoperator@$mgr\$" dist/install.yaml || fail "install.yaml does not name $to/myoperator@$mgr after the push"
 [ "$(gb_env dist/install.yaml)" = "$to/myoperator-guestbook:$gb_tag@$gb" ] || fail "the manager's GUESTBOOK_IMAGE does not name the registry after the push"
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not hold after the push"
 check_packages "$to"
+# The files make release-push rewrote are signed again, under the registry.
+verify_files "$to"
+
+# platform_images ARCHIVE: each platform's image of the archive's index:
+# its architecture, digest and the names of the files in its layers.
+platform_images() {
+  python3 - "$1" <<'PY'
+import io, json, os, sys, tarfile
+oci = tarfile.open(sys.argv[1])
+def blob(digest):
+    return oci.extractfile("blobs/sha256/" + digest.split(":", 1)[1]).read()
+top = json.loads(blob(json.loads(oci.extractfile("index.json").read())["manifests"][0]["digest"]))
+for m in top.get("manifests", []):
+    files = set()
+    for layer in json.loads(blob(m["digest"]))["layers"]:
+        with tarfile.open(fileobj=io.BytesIO(blob(layer["digest"]))) as t:
+            files |= {os.path.basename(f.name) for f in t.getmembers() if f.isfile()}
+    print(m["platform"]["architecture"], m["digest"], ",".join(sorted(files)))
+PY
+}
+# payloads FILE: the in-toto statements of cosign verify-attestation's
+# output, one JSON per line.
+payloads() { python3 -c 'import base64, json, sys; [print(base64.b64decode(json.loads(l)["payload"]).decode()) for l in open(sys.argv[1]) if l.strip()]' "$1"; }
+# Every image in the registry verifies: its index and each platform's
+# image signed, the provenance on the index naming HEAD, and on each
+# platform's image the SBOM of each binary it holds, as make dist wrote it.
+reg=(--allow-http-registry --allow-insecure-registry)
+for archive in dist/*.oci.tar; do
+  base=$(basename "$archive" .oci.tar)
+  name=${base%_*}
+  ref=$to/$name@$(index_digest "$archive")
+  "$COSIGN" verify --key "$pub" --insecure-ignore-tlog "${reg[@]}" "$ref" >/dev/null 2>bin/test-dist-cosign.log ||
+    { cat bin/test-dist-cosign.log; fail "cosign verify $ref (above)"; }
+  "$COSIGN" verify-attestation --key "$pub" --insecure-ignore-tlog "${reg[@]}" --type slsaprovenance1 "$ref" >bin/test-dist-attestation.json 2>bin/test-dist-cosign.log ||
+    { cat bin/test-dist-cosign.log; fail "cosign verify-attestation --type slsaprovenance1 $ref (above)"; }
+  payloads bin/test-dist-attestation.json | grep -q "\"gitCommit\":\"$(git rev-parse HEAD)\"" || fail "$ref: its provenance does not name HEAD: $(payloads bin/test-dist-attestation.json | head -c 600)"
+  sboms=0 platforms=0
+  while read -r arch digest files; do
+    "$COSIGN" verify --key "$pub" --insecure-ignore-tlog "${reg[@]}" "$to/$name@$digest" >/dev/null 2>bin/test-dist-cosign.log ||
+      { cat bin/test-dist-cosign.log; fail "cosign verify $to/$name@$digest ($arch) (above)"; }
+    platforms=$((platforms + 1))
+    want=
+    for sbom in dist/sbom/*_linux_"$arch".cdx.json; do
+      bin=$(basename "$sbom" "_linux_$arch.cdx.json")
+      [[ ",$files," == *",$bin,"* ]] && want+="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["serialNumber"])' "$sbom") "
+    done
+    [ -n "$want" ] || continue
+    "$COSIGN" verify-attestation --key "$pub" --insecure-ignore-tlog "${reg[@]}" --type cyclonedx "$to/$name@$digest" >bin/test-dist-attestation.json 2>bin/test-dist-cosign.log ||
+      { cat bin/test-dist-cosign.log; fail "cosign verify-attestation --type cyclonedx $to/$name@$digest ($arch) (above)"; }
+    got=$(payloads bin/test-dist-attestation.json | python3 -c 'import json, sys; print(" ".join(sorted({json.loads(l)["predicate"]["serialNumber"] for l in sys.stdin if l.strip()})))')
+    # (make release-push run again attaches them again: the same ones)
+    [ "$got" = "$(tr ' ' '\n' <<<"$want" | grep . | sort -u | tr '\n' ' ' | sed 's/ $//')" ] || fail "$to/$name@$digest ($arch): SBOMs $got attached, want those of dist/sbom/ for $files: $want"
+    sboms=$((sboms + $(wc -w <<<"$want")))
+  done < <(platform_images "$archive")
+  say "cosign verified $ref: signed, as are its $platforms platform images; its provenance names HEAD; $sboms SBOMs attached"
+done
+# An image pushed without signing, even by a digest the release signed
+# elsewhere, does not verify: the Guestbook's archive pushed as
+# $to/myoperator:unsigned.
+unsigned=$(mktemp -d "$root/bin/test-dist-unsigned.XXXXXX")
+cp "$gb_archive" "$unsigned/myoperator_unsigned.oci.tar"
+"$root/bin/registry" push -to "$to" -insecure -from ghcr.io/example "$unsigned" >/dev/null || fail "pushing an unsigned image to $to/myoperator:unsigned"
+out=$("$COSIGN" verify --key "$pub" --insecure-ignore-tlog "${reg[@]}" "$to/myoperator:unsigned" 2>&1) && fail "cosign verified $to/myoperator:unsigned, pushed unsigned: $out"
+grep -q "no signatures found" <<<"$out" || fail "cosign verify refused $to/myoperator:unsigned, but not for having no signature: $out"
+say "an image pushed unsigned ($to/myoperator:unsigned): cosign verify: $(grep -m1 -o 'Error: .*' <<<"$out")"
+rm -rf "$unsigned"
 
 # A real client pulls each image by digest, for every platform.
 for ref in "$to/myoperator@$mgr" "$to/myoperator-guestbook@$gb"; do

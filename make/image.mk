@@ -31,20 +31,21 @@ release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, im
 	KUBE_MATRIX_VERSIONS="$(KUBE_MATRIX_VERSIONS)" hack/release.sh $(VERSION)
 
 .PHONY: dist
-dist: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) ## Write this tree's release files into dist/: install.yaml, install-certmanager.yaml, Helm chart, bundle, image archives by digest, SBOMs, SHA256SUMS; as this tree's version, or VERSION=x.y.z only when RELEASES.md recorded x.y.z from this tree (hack/dist.sh; make release runs it).
-	CYCLONEDX=$(CYCLONEDX_GOMOD) HELM=$(HELM) KREW=$(KREW) PLUGIN_PLATFORMS="$(PLUGIN_PLATFORMS)" IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh $(if $(filter command line environment,$(origin VERSION)),$(VERSION))
+dist: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) ## Write this tree's release files into dist/: install.yaml, install-certmanager.yaml, Helm chart, bundle, image archives by digest, SBOMs, SHA256SUMS, each signed with its provenance (COSIGN_KEY, hack/sign.sh); as this tree's version, or VERSION=x.y.z only when RELEASES.md recorded x.y.z from this tree (hack/dist.sh; make release runs it).
+	CYCLONEDX=$(CYCLONEDX_GOMOD) HELM=$(HELM) KREW=$(KREW) COSIGN=$(COSIGN) PLUGIN_PLATFORMS="$(PLUGIN_PLATFORMS)" IMAGE_REPO=$(IMAGE_REPO) GUESTBOOK_IMG=$(GUESTBOOK_IMG) PLATFORMS="$(PLATFORMS)" hack/dist.sh $(if $(filter command line environment,$(origin VERSION)),$(VERSION))
 
 # REGISTRY is where make release-push sends dist/'s images (host/path).
 REGISTRY ?=
 
 .PHONY: release-push
-release-push: ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests) and point dist/'s manifests at them (hack/tools/registry).
+release-push: $(COSIGN) ## Push dist/'s image archives to REGISTRY=host/path as they are (same digests), point dist/'s manifests at them (hack/tools/registry), then sign the images there and attach their provenance and SBOMs, and sign the rewritten files (COSIGN_KEY, hack/sign.sh).
 	@$(if $(REGISTRY),,echo "release-push: set REGISTRY=host/path" >&2; exit 1)
 	go -C hack/tools/registry run . push -to $(REGISTRY) $(if $(REGISTRY_INSECURE),-insecure) -from $(patsubst %/,%,$(dir $(IMAGE_REPO))) $(ROOT)/dist
+	COSIGN=$(COSIGN) PLATFORMS="$(PLATFORMS)" PLUGIN_PLATFORMS="$(PLUGIN_PLATFORMS)" hack/sign.sh --registry $(REGISTRY) $(if $(REGISTRY_INSECURE),--insecure)
 
 .PHONY: test-dist
-test-dist: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) ## Check a release's files: make dist with images of this tree, as its version; make dist refusing a release not cut from it; SHA256SUMS, digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).
-	HELM=$(HELM) KREW=$(KREW) PLUGIN_PLATFORMS="$(PLUGIN_PLATFORMS)" hack/test-dist.sh
+test-dist: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) ## Check a release's files: make dist with images of this tree, as its version; make dist refusing a release not cut from it; SHA256SUMS, every signature and provenance (cosign verify), digests in install.yaml and the manager, make release-push to a loopback registry, podman pulls by digest (hack/test-dist.sh).
+	HELM=$(HELM) KREW=$(KREW) COSIGN=$(COSIGN) PLUGIN_PLATFORMS="$(PLUGIN_PLATFORMS)" hack/test-dist.sh
 
 .PHONY: test-image
 test-image: docker-build-multiarch ## Check the images: manifest list of both platforms, each binary's architecture, uid 65532, both binaries run read-only.

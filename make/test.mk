@@ -15,7 +15,7 @@ TEST_PACKAGES ?= 3
 TEST_TIMEOUT ?= 40m
 
 .PHONY: test
-test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) $(KREW) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts; helm lints and renders the chart.
+test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) manifests generate vet ## Run unit and envtest suites against the project-built kube-apiserver; promtool checks and unit-tests the alerts; helm lints and renders the chart.
 	@# The modules are downloaded here, outside the namespace (its go has
 	@# GOPROXY=off); go test compiles and links each test binary in it,
 	@# once: compiling them first outside as well linked every binary twice,
@@ -180,7 +180,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"; m=1; next} m && /^        / {b=b $$0 "\n"; next} {m=0} /^--- FAIL: / {printf "%s", b; b=""} /^panic: test timed out/ {t=1} /^goroutine / {t=0} t {print}' $(BIN)/$(E2E_NAME).log | tail -n 120; exit 1; }
 
 .PHONY: test-e2e-install-ways
-test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) ## make dist of this tree, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
+test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) ## make dist of this tree, then the e2e install features installing its files: E2E_INSTALL=manifest (install.yaml) and E2E_INSTALL=helm (the chart; upgrade, uninstall, install again; upgrade from the previous release's chart and from its kustomize install, under load).
 	@# make ci ran make test-dist first: its dist/ of this very tree is restored (hack/dist-snapshot.sh) instead of built again.
 	v=$$(go run ./hack/version -dist); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
 	  $(MAKE) --no-print-directory dist RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }

@@ -7,14 +7,14 @@
 # ci's second step, before its steps run side by side and would each build
 # the ones they need at the same moment).
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(KUBE_SCORE) $(CERT_MANAGER) $(KREW)
+tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(KUBE_SCORE) $(CERT_MANAGER) $(KREW) $(COSIGN)
 
 # Most tools are built in the tools' module (hack/tools/go.mod names each
 # in a tool directive), not with go install of each tool's own module:
 # there their dependencies resolve to one version each, so that
 # client-go, the Kubernetes APIs, gRPC and the rest are compiled once for
-# helm, controller-gen, promtool, cert-manager's launcher, cyclonedx-gomod
-# and deadcode, where each tool's own go.mod compiled its own copy on a
+# helm, controller-gen, promtool, cert-manager's launcher, cyclonedx-gomod,
+# deadcode and cosign, where each tool's own go.mod compiled its own copy on a
 # fresh machine. They are built together, by one go build (make
 # tools-module): builds of one module side by side each compile the
 # packages they share, as nothing tells one go command what another is
@@ -28,13 +28,14 @@ tools: $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(GOLANGCI_LINT) $(PROMTOOL) $(HELM)
 # 3m40s); no other tool has a file it selects. The -X flags set each
 # tool's version where it reads one.
 TOOLS_MODULE_PKGS := sigs.k8s.io/controller-tools/cmd/controller-gen github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod \
-	github.com/prometheus/prometheus/cmd/promtool helm.sh/helm/v4/cmd/helm golang.org/x/tools/cmd/deadcode golang.org/x/vuln/cmd/govulncheck ./certmanager
-TOOLS_MODULE_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%) -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)
+	github.com/prometheus/prometheus/cmd/promtool helm.sh/helm/v4/cmd/helm golang.org/x/tools/cmd/deadcode golang.org/x/vuln/cmd/govulncheck github.com/sigstore/cosign/v3/cmd/cosign ./certmanager
+TOOLS_MODULE_LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION:v%=%) -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) \
+	-X sigs.k8s.io/release-utils/version.gitVersion=$(COSIGN_VERSION)
 
 .PHONY: tools-module
-tools-module: $(CONTROLLER_GEN) $(KREW) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, govulncheck, cert-manager's launcher, with one go build; and krew's module (hack/tools/krew).
-$(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
-	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), govulncheck $(GOVULNCHECK_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
+tools-module: $(CONTROLLER_GEN) $(KREW) ## Build the tools of the tools' module (hack/tools): controller-gen, cyclonedx-gomod, promtool, helm, deadcode, govulncheck, cosign, cert-manager's launcher, with one go build; and krew's module (hack/tools/krew).
+$(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHECK) $(COSIGN) $(CERT_MANAGER) &: hack/tools/go.mod hack/tools/go.sum hack/tools/certmanager/main.go
+	@echo "building controller-gen $(CONTROLLER_GEN_VERSION), cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION), promtool $(PROMTOOL_VERSION), helm $(HELM_VERSION), deadcode $(DEADCODE_VERSION), govulncheck $(GOVULNCHECK_VERSION), cosign $(COSIGN_VERSION), cert-manager's launcher $(CERT_MANAGER_VERSION) into bin/"
 	rm -rf $(BIN)/.tools-module && mkdir -p $(BIN)/.tools-module $(dir $(CERT_MANAGER))
 	cd hack/tools && go build -trimpath -tags remove_all_sd -ldflags "$(TOOLS_MODULE_LDFLAGS)" -o $(BIN)/.tools-module/ $(TOOLS_MODULE_PKGS)
 	mv $(BIN)/.tools-module/controller-gen $(CONTROLLER_GEN)
@@ -43,6 +44,7 @@ $(CONTROLLER_GEN) $(CYCLONEDX_GOMOD) $(PROMTOOL) $(HELM) $(DEADCODE) $(GOVULNCHE
 	mv $(BIN)/.tools-module/helm $(HELM)
 	mv $(BIN)/.tools-module/deadcode $(DEADCODE)
 	mv $(BIN)/.tools-module/govulncheck $(GOVULNCHECK)
+	mv $(BIN)/.tools-module/cosign $(COSIGN)
 	mv $(BIN)/.tools-module/certmanager $(CERT_MANAGER)
 	rm -rf $(BIN)/.tools-module
 
@@ -55,6 +57,9 @@ $(KREW): hack/tools/krew/go.mod hack/tools/krew/go.sum
 	mv $(dir $(KREW)).tmp/validate-krew-manifest $(dir $(KREW))validate-krew-manifest
 	mv $(dir $(KREW)).tmp/krew $(KREW)
 	rm -rf $(dir $(KREW)).tmp
+
+.PHONY: cosign
+cosign: $(COSIGN) ## Build cosign into bin/ (with the tools' module: make tools-module), for signing the release's files and images (hack/sign.sh).
 
 .PHONY: cyclonedx-gomod
 cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Build cyclonedx-gomod into bin/ (with the tools' module: make tools-module), for the release's SBOMs.

@@ -37,12 +37,12 @@ func TestMakeRelease(t *testing.T) {
 	}
 	clone := filepath.Join(t.TempDir(), "repo")
 	mustRun(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
-	// make bundle needs controller-gen and make dist cyclonedx-gomod, helm
-	// and krew: the ones make built for the repository, where there are
+	// make bundle needs controller-gen and make dist cyclonedx-gomod, helm,
+	// krew and cosign: the ones make built for the repository, where there are
 	// (make test builds them on a fresh machine, outside the network
 	// namespace).
 	var gens []string
-	for _, tool := range []string{"controller-gen-*", "cyclonedx-gomod-*", "helm-*", "krew-*"} {
+	for _, tool := range []string{"controller-gen-*", "cyclonedx-gomod-*", "helm-*", "krew-*", "cosign-*"} {
 		found, _ := filepath.Glob(filepath.Join(root, "bin", tool))
 		gens = append(gens, found...)
 	}
@@ -303,10 +303,14 @@ func checkDist(t *testing.T, clone string, v releases.Semver) {
 			t.Errorf("%s lists %d modules, want the manager's dependencies", path, len(bom.Components))
 		}
 	}
-	// Every file is summed, and every sum holds.
+	// Every file is summed, and every sum holds; signatures/ holds what
+	// proves them (hack/sign.sh), each file's signature among it.
 	sums := mustRun(t, dist, "sha256sum", "-c", "SHA256SUMS")
 	var files []string
 	err := filepath.WalkDir(dist, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "signatures" {
+			return filepath.SkipDir
+		}
 		if err == nil && !d.IsDir() && d.Name() != "SHA256SUMS" {
 			rel, _ := filepath.Rel(dist, path)
 			files = append(files, rel)
@@ -319,6 +323,14 @@ func checkDist(t *testing.T, clone string, v releases.Semver) {
 	for _, f := range files {
 		if !strings.Contains(sums, f+": OK") {
 			t.Errorf("SHA256SUMS does not check %s:\n%s", f, sums)
+		}
+		if _, err := os.Stat(filepath.Join(dist, "signatures", f+".sigstore.json")); err != nil {
+			t.Errorf("%s is not signed: %v", f, err)
+		}
+	}
+	for _, f := range []string{"cosign.pub", "provenance.intoto.json", "provenance.sigstore.json"} {
+		if _, err := os.Stat(filepath.Join(dist, "signatures", f)); err != nil {
+			t.Errorf("dist/signatures/%s: %v", f, err)
 		}
 	}
 }

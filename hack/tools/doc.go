@@ -10,8 +10,9 @@
 //   - olm-validate: OLM's bundle validators and the upgrade-graph check
 //     (make verify);
 //   - registry: make release-push, and a registry on loopback for tests;
-//   - Prometheus's promtool, helm, controller-gen, cyclonedx-gomod and
-//     deadcode, each pinned by a tool directive in go.mod, into
+//   - Prometheus's promtool, helm, controller-gen, cyclonedx-gomod,
+//     deadcode, govulncheck and cosign (which signs the release's files
+//     and images, hack/sign.sh), each pinned by a tool directive in go.mod, into
 //     bin/<tool>-<version> (promtool for test/alerts, with the build tag
 //     remove_all_sd: its plugins package then links no service-discovery
 //     SDK, which check rules and test rules never use). Built with go

@@ -80,7 +80,9 @@ func serve(addr string) error {
 		return err
 	}
 	fmt.Printf("registry: serving on %s\n", l.Addr())
-	srv := &http.Server{Handler: registry.New(), ReadHeaderTimeout: 10 * time.Second}
+	// The referrers API (OCI 1.1), where cosign keeps signatures and
+	// attestations when a registry offers it, as most do.
+	srv := &http.Server{Handler: registry.New(registry.WithReferrersSupport(true)), ReadHeaderTimeout: 10 * time.Second}
 	return srv.Serve(l)
 }
 

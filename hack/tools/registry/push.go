@@ -218,10 +218,14 @@ func rewriteArchive(path string, replace func(file, text string) (string, error)
 }
 
 // writeSums writes SHA256SUMS for every other file of dist, as make dist
-// does.
+// does: all but signatures/, which holds what proves them (hack/sign.sh
+// signs them again after the push).
 func writeSums(dist string) error {
 	var files []string
 	err := filepath.WalkDir(dist, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path == filepath.Join(dist, "signatures") {
+			return filepath.SkipDir
+		}
 		if err == nil && !d.IsDir() && d.Name() != "SHA256SUMS" {
 			rel, _ := filepath.Rel(dist, path)
 			files = append(files, rel)
