@@ -82,9 +82,7 @@ mkdir -p "$dist/sbom"
 
 # index_digest ARCHIVE: the digest of the OCI image index an archive holds,
 # which a registry serves for it once pushed as it is.
-index_digest() {
-  tar -xOf "$1" index.json | python3 -c 'import json, sys; m = json.load(sys.stdin)["manifests"]; assert len(m) == 1, m; print(m[0]["digest"])'
-}
+index_digest() { hack/ociarchive.py digest "$1"; }
 
 guestbook_ref=$GUESTBOOK_IMG
 # The manager's image as install.yaml names it: by digest once built.

@@ -93,30 +93,12 @@ chmod -R a+rX "$sigs"
 say "signed the $n files of SHA256SUMS and their provenance (dist/signatures/, key cosign.pub)"
 [ -n "$registry" ] || exit 0
 
-# platform_images ARCHIVE: for each platform's image of the index an
-# archive holds, its architecture, digest and the names of the files in
-# its layers (comma-separated), which say whose SBOMs it carries.
-platform_images() {
-  python3 - "$1" <<'PY'
-import io, json, os, sys, tarfile
-oci = tarfile.open(sys.argv[1])
-def blob(digest):
-    return oci.extractfile("blobs/sha256/" + digest.split(":", 1)[1]).read()
-top = json.loads(blob(json.loads(oci.extractfile("index.json").read())["manifests"][0]["digest"]))
-for m in top.get("manifests", []):
-    files = set()
-    for layer in json.loads(blob(m["digest"]))["layers"]:
-        with tarfile.open(fileobj=io.BytesIO(blob(layer["digest"]))) as t:
-            files |= {os.path.basename(f.name) for f in t.getmembers() if f.isfile()}
-    print(m["platform"]["architecture"], m["digest"], ",".join(sorted(files)))
-PY
-}
 
 # The images, as hack/tools/registry pushed them.
 for archive in "$dist"/*.oci.tar; do
   base=$(basename "$archive" .oci.tar)
   name=${base%_*}
-  ref=$registry/$name@$(tar -xOf "$archive" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])')
+  ref=$registry/$name@$(hack/ociarchive.py digest "$archive")
   sign sign --recursive "${insecure[@]}" "$ref"
   sign attest --type slsaprovenance1 --predicate "$sigs/provenance.predicate.json" "${insecure[@]}" "$ref"
   # Each platform's image carries the SBOM of each binary in it.
@@ -128,6 +110,6 @@ for archive in "$dist"/*.oci.tar; do
       sign attest --type cyclonedx --predicate "$sbom" "${insecure[@]}" "$registry/$name@$digest"
       sboms=$((sboms + 1))
     done
-  done < <(platform_images "$archive")
+  done < <(hack/ociarchive.py platforms "$archive")
   say "signed $ref and its platforms' images; provenance attached; $sboms SBOMs attached to the platforms' images"
 done

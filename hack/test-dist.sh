@@ -204,7 +204,7 @@ IMG=ghcr.io/example/myoperator:$version ARCHIVE=dist/myoperator_$version.oci.tar
 hack/dist-snapshot.sh save "$version"
 
 # index_digest ARCHIVE: the digest of the image index in an OCI archive.
-index_digest() { tar -xOf "$1" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])'; }
+index_digest() { hack/ociarchive.py digest "$1"; }
 mgr=$(index_digest "dist/myoperator_$version.oci.tar")
 gb_archive=$(ls dist/myoperator-guestbook_*.oci.tar)
 gb_tag=${gb_archive#dist/myoperator-guestbook_}
@@ -294,23 +294,6 @@ check_packages "$to"
 # The files make release-push rewrote are signed again, under the registry.
 verify_files "$to"
 
-# platform_images ARCHIVE: each platform's image of the archive's index:
-# its architecture, digest and the names of the files in its layers.
-platform_images() {
-  python3 - "$1" <<'PY'
-import io, json, os, sys, tarfile
-oci = tarfile.open(sys.argv[1])
-def blob(digest):
-    return oci.extractfile("blobs/sha256/" + digest.split(":", 1)[1]).read()
-top = json.loads(blob(json.loads(oci.extractfile("index.json").read())["manifests"][0]["digest"]))
-for m in top.get("manifests", []):
-    files = set()
-    for layer in json.loads(blob(m["digest"]))["layers"]:
-        with tarfile.open(fileobj=io.BytesIO(blob(layer["digest"]))) as t:
-            files |= {os.path.basename(f.name) for f in t.getmembers() if f.isfile()}
-    print(m["platform"]["architecture"], m["digest"], ",".join(sorted(files)))
-PY
-}
 # payloads FILE: the in-toto statements of cosign verify-attestation's
 # output, one JSON per line.
 payloads() { python3 -c 'import base64, json, sys; [print(base64.b64decode(json.loads(l)["payload"]).decode()) for l in open(sys.argv[1]) if l.strip()]' "$1"; }
@@ -344,7 +327,7 @@ for archive in dist/*.oci.tar; do
     # (make release-push run again attaches them again: the same ones)
     [ "$got" = "$(tr ' ' '\n' <<<"$want" | grep . | sort -u | tr '\n' ' ' | sed 's/ $//')" ] || fail "$to/$name@$digest ($arch): SBOMs $got attached, want those of dist/sbom/ for $files: $want"
     sboms=$((sboms + $(wc -w <<<"$want")))
-  done < <(platform_images "$archive")
+  done < <(hack/ociarchive.py platforms "$archive")
   say "cosign verified $ref: signed, as are its $platforms platform images; its provenance names HEAD; $sboms SBOMs attached"
 done
 # An image pushed without signing, even by a digest the release signed
