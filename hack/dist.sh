@@ -89,12 +89,13 @@ guestbook_ref=$GUESTBOOK_IMG
 manager_digest=
 if [ "$images" = 1 ]; then
   hack/ensure-podman.sh
-  make --no-print-directory build-multiarch BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS"
+  make --no-print-directory $(for p in $PLATFORMS; do echo "build-guestbook-linux-${p#*/}"; done) BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit"
   gb_archive=$dist/$(basename "${GUESTBOOK_IMG//:/_}").oci.tar
   BINDIR=$bindir DOCKERFILE=guestbook.Dockerfile BINARIES=guestbook-server PLATFORMS="$PLATFORMS" \
     hack/image-multiarch.sh "$GUESTBOOK_IMG" "oci-archive:$gb_archive"
   guestbook_ref=$GUESTBOOK_IMG@$(index_digest "$gb_archive")
-  # The manager again, with the Guestbook's image by digest as its default.
+  # The others, the manager with the Guestbook's image by digest as its
+  # default (the Guestbook server, up to date, is not linked again).
   make --no-print-directory build-multiarch BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLATFORMS="$PLATFORMS" GUESTBOOK_DEFAULT_IMAGE="$guestbook_ref"
   mgr_archive=$dist/$(basename "$IMAGE_REPO")_$version.oci.tar
   BINDIR=$bindir PLATFORMS="$PLATFORMS" hack/image-multiarch.sh "$IMAGE_REPO:$version" "oci-archive:$mgr_archive"
@@ -127,6 +128,13 @@ say "SBOMs (CycloneDX): $(ls "$dist/sbom" | tr '\n' ' ')"
 # byte the same for the same commit: fixed owners, order and times (the
 # commit's), no gzip name or time.
 [ "$images" = 1 ] || PLUGIN_PLATFORMS="$(go env GOOS)/$(go env GOARCH)"
+# A Linux plugin is the one the images carry, built above with the same
+# flags: copied where build-plugins writes it, go build finds it up to
+# date and does not link it again.
+for p in $PLUGIN_PLATFORMS; do
+  [ "${p%/*}" = linux ] && [ -f "$bindir/linux_${p#*/}/kubectl-myoperator" ] || continue
+  mkdir -p "$bindir/plugin/linux_${p#*/}" && cp -p "$bindir/linux_${p#*/}/kubectl-myoperator" "$bindir/plugin/linux_${p#*/}/kubectl-myoperator"
+done
 make --no-print-directory build-plugins BUILD_DIR="$root/$bindir" VERSION="$version" COMMIT="$commit" PLUGIN_PLATFORMS="$PLUGIN_PLATFORMS"
 epoch=$(git log -1 --format=%ct "$commit")
 krew_platforms=
