@@ -283,11 +283,13 @@ func registryServed(t *testing.T, name, digest string) bool {
 	return n > 0
 }
 
-// helmLifecycle: with the chart installed (E2E_INSTALL=helm), helm upgrade
-// with a changed value rolls the manager out and keeps the Drinks; helm
+// helmLifecycle: with the chart installed (E2E_INSTALL=helm), helm test
+// passes, and fails with the webhook unreachable; helm upgrade with a
+// changed value rolls the manager out and keeps the Drinks; helm
 // uninstall removes the operator but keeps the CRDs, the Drinks and the
-// operand namespace; helm install again adopts what was kept and the
-// operator reconciles the Drinks again.
+// operand namespace; helm install with a value outside the chart's schema
+// is refused and installs nothing; helm install again adopts what was
+// kept and the operator reconciles the Drinks again.
 func helmLifecycle() features.Feature {
 	key := client.ObjectKey{Namespace: "default", Name: "e2e-helm-drink"}
 	return features.New("helm upgrade, uninstall and install again").WithLabel("area", "helm").
@@ -347,6 +349,27 @@ func helmLifecycle() features.Feature {
 			}
 			if err := kc.Get(ctx, client.ObjectKey{Name: "guestbook"}, &corev1.Namespace{}); err != nil {
 				t.Errorf("operand namespace after helm uninstall: %v", err)
+			}
+			return ctx
+		}).
+		Assess("helm install refuses a value outside the chart's schema, naming it, and installs nothing", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			chart, err := releaseChart()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// "selfsigned" is a typo a user makes; without the schema any
+			// mode but cert-manager meant the operator's own certificates.
+			out, err := helm(cfg, "install", helmRelease, chart, "--namespace", helmNamespace, "--set", "certificates.mode=selfsigned")
+			const want = "at '/certificates/mode': value must be one of 'self', 'cert-manager'"
+			if err == nil || !strings.Contains(out, want) {
+				t.Fatalf("helm install --set certificates.mode=selfsigned: %v, want it refused with %q:\n%s", err, want, out)
+			}
+			t.Logf("helm install --set certificates.mode=selfsigned refused: %s", strings.TrimSpace(out))
+			if status, err := helm(cfg, "status", helmRelease, "--namespace", helmNamespace); err == nil || !strings.Contains(status, "not found") {
+				t.Errorf("helm status after the refused install: %v: %s, want no release", err, status)
+			}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorDeployment}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the manager's Deployment after the refused install: %v, want none", err)
 			}
 			return ctx
 		}).
