@@ -13,6 +13,8 @@
 #                               (hack/provenance): every file SHA256SUMS
 #                               lists and every image by its digest, the
 #                               commit, the builder, the build's parameters
+#   provenance.predicate.json   its predicate alone, which cosign attest
+#                               attaches to each image (--registry)
 #   provenance.sigstore.json    that statement signed (cosign attest-blob)
 #   <file>.sigstore.json        each file's signature (cosign sign-blob)
 #
