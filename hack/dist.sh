@@ -55,6 +55,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 say() { echo "dist: $*"; }
 fail() { echo "dist: $*" >&2; exit 1; }
+# When the build started, for its provenance (hack/sign.sh).
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 version=$(go run ./hack/version -dist ${1:+"$1"}) || fail "refused (nothing written)"
 say "writing this tree's files as $version"
 
@@ -296,4 +298,4 @@ say "dist/ for $version ($(wc -l <"$dist/SHA256SUMS") files, SHA256SUMS):"
 say "images: $(tr '\n' ' ' <"$dist/images.txt")"
 # Each file signed, with the provenance of them all (dist/signatures/);
 # the images are signed where make release-push puts them.
-DIST_VERSION=$version COSIGN=$COSIGN PLATFORMS=$PLATFORMS PLUGIN_PLATFORMS=$PLUGIN_PLATFORMS hack/sign.sh
+DIST_VERSION=$version DIST_STARTED=$started COSIGN=$COSIGN PLATFORMS=$PLATFORMS PLUGIN_PLATFORMS=$PLUGIN_PLATFORMS hack/sign.sh

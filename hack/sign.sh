@@ -71,12 +71,14 @@ rm -rf "$sigs" && mkdir -p "$sigs"
 "$COSIGN" public-key --key "$key" --outfile "$sigs/cosign.pub" >/dev/null 2>&1 || fail "cosign public-key --key $key failed"
 
 # The provenance: every file and every image, named where they are.
+# make dist passes its version and when it started; make release-push's
+# provenance starts with the push.
 version=${DIST_VERSION:-$(go run ./hack/version -dist)}
 commit=$(git rev-parse HEAD)
 builder=${BUILDER_ID:-https://github.com/example/myoperator/hack/dist.sh/$(id -un)@$(hostname)}
 go run ./hack/provenance -dist "$dist" -repo "${registry:-ghcr.io/example}" -commit "$commit" -version "$version" -builder "$builder" \
   -param "platforms=${PLATFORMS:-linux/amd64 linux/arm64}" -param "pluginPlatforms=${PLUGIN_PLATFORMS:-}" \
-  ${registry:+-param "registry=$registry"} \
+  ${registry:+-param "registry=$registry"} ${DIST_STARTED:+-started "$DIST_STARTED"} \
   -statement "$sigs/provenance.intoto.json" -predicate "$sigs/provenance.predicate.json"
 
 # sign ARGS...: cosign, signing offline with the key, its log kept when it fails.
