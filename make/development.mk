@@ -70,8 +70,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml, also on the tool
 kube-score: $(KUBE_SCORE) ## Score the rendered config/default (and with config/network-policy, config/namespace-scope) with kube-score; fail on any CRITICAL.
 	hack/kube-score.sh $(KUBE_SCORE)
 
-# FIGURE_DOCS: the hand-written documents whose marked figures make verify
-# checks against test/reliability/results (hack/reliabilitydoc/figures.go).
+.PHONY: bench-doc
+bench-doc: ## Render docs/BENCHMARKS.md and its plots (docs/bench/*.svg) from test/bench/BENCHMARKS.md.tmpl and test/bench/results (make verify checks they are current).
+	go run ./hack/benchdoc
+
+# FIGURE_DOCS: the documents whose marked figures make verify checks against
+# test/reliability/results and test/bench/results (hack/reliabilitydoc/figures.go;
+# docs/BENCHMARKS.md is rendered with a marker on every figure).
 FIGURE_DOCS := README.md docs/sizing.md docs/sharding.md docs/SECURITY.md docs/BENCHMARKS.md
 
 # verify-generated: the first part of make verify, the only one that
@@ -81,7 +86,7 @@ FIGURE_DOCS := README.md docs/sizing.md docs/sharding.md docs/SECURITY.md docs/B
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN)
 	@mkdir -p $(BIN) && hack/tree-digest.sh > $(BIN)/.verify-before
-	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc flag-doc rbac-doc REGENERATE=yes
+	@$(MAKE) --no-print-directory generate manifests bundle chart reliability-doc bench-doc flag-doc rbac-doc REGENERATE=yes
 	@hack/tree-digest.sh > $(BIN)/.verify-after
 	@if ! diff -q $(BIN)/.verify-before $(BIN)/.verify-after >/dev/null; then \
 		diff $(BIN)/.verify-before $(BIN)/.verify-after | grep '^[<>]' | awk '{print $$NF}' | sort -u | sed 's/^/  changed by regeneration: /' || true; \
@@ -105,7 +110,7 @@ verify: $(DEADCODE) verify-generated vulncheck ## Fail on drift: regenerated cod
 	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
 	@go run ./hack/checkrefs
-	@# Each figure a hand-written document marks with the results figure it quotes (<!-- fig Test.figure -->) equals that test's newest saved run.
+	@# Each figure a document marks with the results figure it quotes (<!-- fig Test.figure -->, <!-- fig bench:kind.selector.field -->) equals its newest saved run.
 	@go run ./hack/reliabilitydoc -figures "$(FIGURE_DOCS)"
 	@# Every mutation patch still applies to this tree (hack/mutations.sh runs them; one that no longer applies guards nothing).
 	@for p in test/mutations/*.patch; do git apply --check "$$p" 2>/dev/null || { echo "verify: $$p no longer applies to this tree: the code it mutates moved; update the patch (git apply --check $$p says where)"; exit 1; }; done

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/example/myoperator/hack/benchdoc/benchfig"
+	"github.com/example/myoperator/test/bench"
 	"github.com/example/myoperator/test/reliability"
 )
 
@@ -38,18 +41,60 @@ func TestCheckFigures(t *testing.T) {
 		{name: "misspelt marker", doc: "5.6 <!--fig TestHeap growthMiB-->", problems: []string{`d.md:1: "<!--fig TestHeap growthMiB-->" is not a figure marker`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			problems, matched := checkFigures(map[string]string{"d.md": tc.doc}, recs, "results")
-			if matched != tc.matched {
-				t.Errorf("matched %d, want %d", matched, tc.matched)
-			}
-			if len(problems) != len(tc.problems) {
-				t.Fatalf("problems %q, want %d like %q", problems, len(tc.problems), tc.problems)
-			}
-			for i, want := range tc.problems {
-				if !strings.HasPrefix(problems[i], want) {
-					t.Errorf("problem %q, want it to start %q", problems[i], want)
-				}
-			}
+			problems, matched := checkFigures(map[string]string{"d.md": tc.doc}, recs, "results", nil)
+			wantProblems(t, problems, matched, tc.problems, tc.matched)
 		})
+	}
+}
+
+// TestCheckBenchFigures: a figure quoted from test/bench's records passes
+// when it is the record's value rounded to its own decimals; one that
+// differs is reported with the file, the line, both values and the record.
+func TestCheckBenchFigures(t *testing.T) {
+	src := benchfig.Source{File: "test/bench/results/shards.jsonl", First: "2026-12-03T06:42:13Z", Last: "2026-12-03T06:42:13Z", Runs: 1, Made: bench.Made{Commit: "b42b9cb5b6ed98e8f85ba36c239762d0c8d59cc8"}}
+	figs := map[string]float64{"shards.n200000r1.heapMiB": 526.8047, "shards.n200000r2.heapMiB.min": 288.4922, "shards.n200000r1.convergedS": 2089.5627}
+	get := func(name string) (benchfig.Figure, error) {
+		v, ok := figs[name]
+		if !ok {
+			return benchfig.Figure{}, fmt.Errorf("%s: no -shards run n200000r9 in test/bench/results/shards.jsonl", name)
+		}
+		return benchfig.Figure{Name: name, Value: v, Source: src}, nil
+	}
+	for _, tc := range []struct {
+		name, doc string
+		matched   int
+		problems  []string
+	}{
+		{name: "rounded to the quote's decimals", doc: "527<!-- fig bench:shards.n200000r1.heapMiB --> or 526.8<!-- fig bench:shards.n200000r1.heapMiB --> MiB in 2,090<!-- fig bench:shards.n200000r1.convergedS --> s", matched: 3},
+		{
+			name: "a figure that differs", doc: "| 2 |\n| 289<!-- fig bench:shards.n200000r2.heapMiB.min --> to 298 MiB |",
+			problems: []string{"d.md:2: says 289 where bench:shards.n200000r2.heapMiB.min is 288 (test/bench/results/shards.jsonl, 2026-12-03, `b42b9cb`)"},
+		},
+		{name: "thousands not separated", doc: "2090<!-- fig bench:shards.n200000r1.convergedS -->", problems: []string{"d.md:1: says 2090 where bench:shards.n200000r1.convergedS is 2,090"}},
+		{name: "no such run", doc: "1<!-- fig bench:shards.n200000r9.heapMiB -->", problems: []string{"d.md:1: 1 quotes bench:shards.n200000r9.heapMiB: no -shards run n200000r9"}},
+		{name: "no number", doc: "about <!-- fig bench:shards.n200000r1.heapMiB -->", problems: []string{"d.md:1: no number right before the marker of bench:shards.n200000r1.heapMiB"}},
+		{name: "misspelt", doc: "527<!-- fig bench shards.n200000r1.heapMiB -->", problems: []string{`d.md:1: "<!-- fig bench shards.n200000r1.heapMiB -->" is not a figure marker`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			problems, matched := checkFigures(map[string]string{"d.md": tc.doc}, nil, "results", get)
+			wantProblems(t, problems, matched, tc.problems, tc.matched)
+		})
+	}
+}
+
+// wantProblems fails t unless checkFigures matched as many figures as want
+// and reported one problem per line of problems, each starting as given.
+func wantProblems(t *testing.T, problems []string, matched int, want []string, wantMatched int) {
+	t.Helper()
+	if matched != wantMatched {
+		t.Errorf("matched %d, want %d", matched, wantMatched)
+	}
+	if len(problems) != len(want) {
+		t.Fatalf("problems %q, want %d like %q", problems, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(problems[i], w) {
+			t.Errorf("problem %q, want it to start %q", problems[i], w)
+		}
 	}
 }

@@ -10,7 +10,9 @@
 //
 // With -figures it checks hand-written documents instead: each figure
 // marked with the results figure it quotes (figures.go) must equal the
-// newest run's. make verify runs that on the documents that quote results.
+// newest run's, of a reliability test or of test/bench's results
+// (hack/benchdoc/benchfig). make verify runs that on the documents that
+// quote results.
 package main
 
 import (
@@ -32,9 +34,10 @@ func main() {
 	results := flag.String("results", "test/reliability/results", "the folder of results files")
 	out := flag.String("out", "docs/RELIABILITY.md", "the document to write")
 	figures := flag.String("figures", "", "check, rather than render: the marked figures of these documents (space-separated) against the results files")
+	benchResults := flag.String("bench-results", "test/bench/results", "with -figures: the folder of test/bench's results files, which <!-- fig bench:... --> markers quote")
 	flag.Parse()
 	if *figures != "" {
-		if err := checkFigureFiles(strings.Fields(*figures), *results); err != nil {
+		if err := checkFigureFiles(strings.Fields(*figures), *results, *benchResults); err != nil {
 			fmt.Fprintln(os.Stderr, "reliabilitydoc:", err)
 			os.Exit(1)
 		}
