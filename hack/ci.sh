@@ -26,7 +26,11 @@
 #     packages and the e2e suites' too;
 #   - the mutants (make test-mutations-rotation) start once make test
 #     has passed: their tests, run there on the same tree without the
-#     mutation, are the control runs the rotation leaves out;
+#     mutation, are the control runs the rotation leaves out; the quick
+#     matrix on the oldest Kubernetes (make test-k8s-quick) too, so that
+#     its suites and make test's do not starve each other's API servers;
+#     the oldest Kubernetes' binaries build from the start, at niceness
+#     10, in the cores the builds before the suites leave idle;
 #   - build runs once; later steps get make -o build, and make dist builds
 #     a release into bin/release/ (make/build.mk's BUILD_DIR): no step
 #     replaces a binary another step is putting into an image. make
@@ -39,7 +43,8 @@
 #     all six (CONTRIBUTING.md, test layers);
 #   - the envtest suites and the clusters after them run in a network
 #     namespace of their own (CI_NETNS_B), this commit's mutants in
-#     another (CI_NETNS_C), the e2e suite in make's NETNS,
+#     another (CI_NETNS_C), the quick matrix's suites on the oldest
+#     Kubernetes in a third (CI_NETNS_D), the e2e suite in make's NETNS,
 #     the install ways in theirs (INSTALL_WAYS_NETNS): their API servers,
 #     pod IPs and loopback ports never meet. The two e2e runs name their
 #     clusters, folders and containers apart (E2E_NAME), and take the
@@ -52,6 +57,7 @@ make=${MAKE:-make}
 jobs=${CI_JOBS:-6}
 netns_b=${CI_NETNS_B:-myoperator-ci-b}
 netns_c=${CI_NETNS_C:-myoperator-ci-c}
+netns_d=${CI_NETNS_D:-myoperator-ci-d}
 logs=bin/ci
 mkdir -p "$logs"
 
@@ -77,6 +83,7 @@ after="REGENERATE=no -o build"
 steps=(
   "prep||0|ci-prep"
   "k8s-binaries||0|k8s-binaries"
+  "k8s-binaries-oldest||10|k8s-binaries-oldest"
   "tools-module|prep|0|tools-module"
   "verify-generated|tools-module|0|verify-generated"
   "build|verify-generated|0|build REGENERATE=no"
@@ -88,6 +95,7 @@ steps=(
   "kube-score|tools verify-generated|10|kube-score $after"
   "test-dist|build|0|test-dist $after PLUGIN_PLATFORMS=\$(PLATFORMS)"
   "test-mutations-rotation|test|0|test-mutations-rotation $after NETNS=$netns_c"
+  "test-k8s-quick|test k8s-binaries-oldest|0|test-k8s-quick $after NETNS=$netns_d"
   "test-make-run|test|0|test-make-run $after NETNS=$netns_b"
   "test-dev-cluster|test-make-run|0|test-dev-cluster $after NETNS=$netns_b"
   "test-pod-security|test-dev-cluster|0|test-pod-security $after NETNS=$netns_b"

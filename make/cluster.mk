@@ -10,6 +10,10 @@ cert-manager: $(CERT_MANAGER) ## Build the launcher of cert-manager's own issuin
 k8s-binaries: ## Build etcd, kube-apiserver, controller-manager, scheduler, kwok into bin/k8s/<version> (only what is missing).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-k8s.sh $(K8S_BIN)
 
+.PHONY: k8s-binaries-oldest
+k8s-binaries-oldest: ## Build the oldest supported Kubernetes' etcd and kube-apiserver (KUBE_OLDEST_VERSION), what the quick matrix and make test-k8s-oldest start, into bin/k8s/<version> (only what is missing).
+	KUBE_VERSION=$(KUBE_OLDEST_VERSION) hack/build-k8s.sh $(BIN)/k8s/$(KUBE_OLDEST_VERSION)
+
 .PHONY: node-binaries
 node-binaries: ## Build a real node (not in make ci): kubelet, kube-proxy, containerd, ctr, CNI plugins, pause image into bin/node/<version> (docs/REAL-NODE.md).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-node.sh $(BIN)/node/$(KUBE_VERSION)

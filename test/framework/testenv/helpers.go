@@ -19,6 +19,9 @@ import (
 // test ends, and returns its config and an administrator's client.
 func Start(t testing.TB, opts Options) (*envtest.Environment, *rest.Config, client.Client) {
 	t.Helper()
+	// A gate the API server does not know stops it from starting: the
+	// test skips first, saying which gate and from which version.
+	SkipUnlessGates(t, opts.FeatureGates)
 	env, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
