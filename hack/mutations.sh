@@ -38,6 +38,9 @@ cd "$(dirname "$0")/.."
 root=$PWD
 : "${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS (make test-mutations does)}"
 : "${NETNS_RUN:?set NETNS_RUN (make test-mutations does)}"
+# A mutant's tests run the manager built from the mutant's tree, never a
+# build of HEAD that make test names (test/framework/testenv/manager.go).
+unset MYOPERATOR_TEST_MANAGER
 
 rotation=
 if [ "${1:-}" = --rotation ]; then

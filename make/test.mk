@@ -24,9 +24,13 @@ test: k8s-binaries $(PROMTOOL) $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) mani
 	hack/ensure-nat-tools.sh
 	@# test/alerts fails, rather than skips, when PROMTOOL is set and does not run.
 	@mkdir -p bin
+	@# The manager the tests run as a process, linked once for all of them
+	@# (test/framework/testenv/manager.go), from the packages go test
+	@# compiles anyway: the same flags, so no package is compiled twice.
+	go build -o bin/test-manager .
 	@# The whole output goes to bin/test.log as well; on a failure, what
 	@# failed is printed again at the end (CI shows only the end).
-	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" PROMTOOL=$(PROMTOOL) HELM=$(HELM) go test -p $(TEST_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee bin/test.log \
+	$(IN_NETNS) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" PROMTOOL=$(PROMTOOL) HELM=$(HELM) MYOPERATOR_TEST_MANAGER=$(BIN)/test-manager go test -p $(TEST_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee bin/test.log \
 		|| { hack/test-failures.sh bin/test.log; exit 1; }
 
 # make fuzz-e2e: the model check (test/modelcheck) with another seed and
