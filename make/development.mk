@@ -106,6 +106,8 @@ verify: $(DEADCODE) verify-generated vulncheck ## Fail on drift: regenerated cod
 	@if git grep -l '+kubebuilder:rbac' -- '*.go' ':!internal/' ':!reconcile/' ':!bootstrap/'; then echo "verify: RBAC markers in the files above, outside the paths make manifests reads; add their packages there"; exit 1; fi
 	@# The shipped binaries link only the product's packages (hack/check-deps.sh).
 	@hack/check-deps.sh
+	@# The test cluster's Kubernetes build requires the operator's library versions, so that a fresh machine compiles them once (hack/check-k8s-libs.sh).
+	@hack/check-k8s-libs.sh
 	@# Shipped code that none of the four binaries reaches (only tests or tooling would) is dead: delete it, or move a test's helper into its export_test.go.
 	@out=$$($(DEADCODE) -filter '^$(SHIPPED_RE)' . ./initcontainer ./guestbookserver ./kubectl-myoperator) && [ -z "$$out" ] || { echo "$$out"; echo "verify: shipped code above is reached by no binary (deadcode)"; exit 1; }
 	@# Every file a document or Go comment cites exists, and none cites an issue number.
