@@ -58,11 +58,7 @@ func TestReconcilePanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := panics(t)
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 
 	// The bad Drink first, so that the others queue behind its retries.
 	names := []string{"boom"}

@@ -57,11 +57,7 @@ func TestCertificateRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 
 	// Ready only once the certificates are written, injected and served.
 	start := time.Now()

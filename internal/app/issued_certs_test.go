@@ -54,11 +54,7 @@ func TestIssuedCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 
 	time.Sleep(3 * time.Second)
 	if ready(probe) {

@@ -97,11 +97,7 @@ func TestManagedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 	scrape := metricsScraper(ctx, t, cfg, admin, metricsAddr)
 
 	select {

@@ -87,11 +87,7 @@ func TestManagerWithItsOwnRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 
 	oc := &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}
 	if err := admin.Create(ctx, oc); err != nil {

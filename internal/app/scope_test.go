@@ -114,11 +114,7 @@ func TestNamespaceScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
-		}
-	}()
+	testenv.RunManager(ctx, t, mgr)
 	if err := admin.Create(ctx, &operatorv1alpha1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: operatorv1alpha1.SingletonName}}); err != nil {
 		t.Fatal(err)
 	}

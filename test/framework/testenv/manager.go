@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/example/myoperator/internal/app"
 	"github.com/example/myoperator/test/framework/testutil"
@@ -76,4 +77,26 @@ func ManagerBinary(t testing.TB, override string) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// RunManager starts mgr in the background for the rest of the test, and
+// fails the test when Start returns an error. Its cleanup stops the
+// manager and waits for Start to return; registered after the API
+// server's, it runs before the API server stops. Without the wait, a
+// manager still stopping when the API server went away reported its error
+// after the test had completed, which panics the whole package's run.
+func RunManager(ctx context.Context, t testing.TB, mgr manager.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager stopped: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
