@@ -53,7 +53,7 @@ type DrinkReconciler struct {
 	// it matches, whatever else the cache holds (an API server without the
 	// ShardedListAndWatch feature sends every Drink), and labels their
 	// ConfigMaps with their bucket, by which replicas select them.
-	share *shard.Matcher
+	share *shard.Served
 
 	// writes keeps a reconcile from acting on a cached copy older than
 	// its own last status write (ownwrites.go).
@@ -63,7 +63,7 @@ type DrinkReconciler struct {
 // forShare is r for one share of the Drinks: r's settings, with c to read
 // and write through and m to match the share, and a record of its own
 // writes that goes with the share when the replica stops serving it.
-func (r *DrinkReconciler) forShare(c client.Client, m *shard.Matcher) *DrinkReconciler {
+func (r *DrinkReconciler) forShare(c client.Client, m *shard.Served) *DrinkReconciler {
 	return &DrinkReconciler{Client: c, APIReader: r.APIReader, Recorder: r.Recorder, Namespace: r.Namespace,
 		Records: r.Records, share: m}
 }
@@ -223,13 +223,13 @@ func (r *DrinkReconciler) instrumented(reader client.Reader) *instrumented {
 		reader: reader, recorder: r.Recorder, inner: r}
 }
 
-// ShareController is the hook through which internal/shard serves one
-// bucket of the Drinks (shard.Reconciler): a Drink controller over the
-// bucket's cache, and the inventory of its Drinks, both until the bucket
-// moves. The reconciler reads and writes through s.Client and serves only
-// the Drinks s.Matcher matches.
+// ShareController is the hook through which internal/shard serves buckets
+// of the Drinks (shard.Reconciler): a Drink controller over the buckets'
+// cache, and the inventory of their Drinks, both until the buckets move.
+// The reconciler reads and writes through s.Client and serves only the
+// Drinks s.Served matches, each reconcile inside s.Served.Hold.
 func (r *DrinkReconciler) ShareController(mgr ctrl.Manager, s shard.Share) (manager.Runnable, error) {
-	rs := r.forShare(s.Client, s.Matcher)
+	rs := r.forShare(s.Client, s.Served)
 	c, err := rs.newShareController(mgr, s.Cache, s.Options, s.Slots)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (r *DrinkReconciler) newShareController(mgr ctrl.Manager, share cache.Cache
 	// its metrics continue the last one's.
 	opts.SkipNameValidation = ptr.To(true)
 	opts.Logger = mgr.GetLogger()
-	opts.Reconciler = limited{slots: slots, inner: r.instrumented(share)}
+	opts.Reconciler = limited{slots: slots, served: r.share, inner: r.instrumented(share)}
 	opts.LogConstructor = func(req *ctrl.Request) logr.Logger {
 		log := mgr.GetLogger().WithValues("controller", "drink", "controllerGroup", drinksv1.GroupVersion.Group, "controllerKind", "Drink")
 		if req != nil {

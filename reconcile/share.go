@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/example/myoperator/internal/shard"
 )
 
 // shareRun runs one share's Drink controller and the inventory of its
@@ -36,10 +38,13 @@ func (s shareRun) Start(ctx context.Context) error {
 	return s.controller.Start(ctx)
 }
 
-// limited runs a reconcile only while it holds one of slots.
+// limited runs a reconcile only while it holds one of slots, and inside
+// served.Hold, so that a bucket dropped from served is written no more
+// once Drop returns.
 type limited struct {
-	slots chan struct{}
-	inner crreconcile.Reconciler
+	slots  chan struct{}
+	served *shard.Served
+	inner  crreconcile.Reconciler
 }
 
 func (l limited) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -51,6 +56,7 @@ func (l limited) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	defer func() { <-l.slots }()
+	defer l.served.Hold()()
 	return l.inner.Reconcile(ctx, req)
 }
 

@@ -34,11 +34,14 @@
 // replica selects them.
 //
 // Setup is the one call the manager makes to share the Drinks: it adds the
-// Coordinator, and for each bucket held it starts a cache of that bucket
-// alone (listed in turn with the replica's other buckets: listInTurn) and
-// the Drink controller over it, which it gets from the reconciler through
-// Reconciler, the one hook the reconciler implements. The runtime lives
-// here rather than in the manager's assembly so that the bucket caches,
-// the list turns and the handovers are changed, and tested, in one place;
-// the reconciler is an interface because its package imports this one.
+// Coordinator, and for the buckets taken at each handover it starts one
+// cache of them (one pass over the API server's cache for all of them;
+// listed in turn with the replica's other caches: listInTurn) and the
+// Drink controller over it, which it gets from the reconciler through
+// Reconciler, the one hook the reconciler implements. A bucket given up
+// later is dropped from its controller (Served) rather than listing the
+// others again. The runtime lives here rather than in the manager's
+// assembly so that the caches, the list turns and the handovers are
+// changed, and tested, in one place; the reconciler is an interface
+// because its package imports this one.
 package shard

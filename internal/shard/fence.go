@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/example/myoperator/internal/freshread"
+	"github.com/example/myoperator/internal/names"
 )
 
 const (
@@ -50,50 +51,68 @@ const (
 // leader of an install without sharding) is admitted: its fence is the
 // leader's.
 //
-// The Lease reads are shared among the reviews that wait on them and
-// bounded in rate (internal/freshread): the endpoint answers anyone who
-// reaches the webhook port, and a read per review would let forged reviews
-// drive the operator's requests. They are LISTs of one Lease by name, not
-// GETs: as quorum reads they see the same, and FlowSchemas, which match a
-// request by verb but not by object name, then put them in a level of
-// their own (config/manager/flowschema.yaml), where a flood of them cannot
-// queue ahead of the leader's and the members' renewals (get, update).
+// One read answers every review waiting at the moment it starts, whatever
+// their buckets: a LIST of the operator's Leases in Namespace (by its name
+// label: the bucket Leases and the member Leases), which gives every
+// bucket's holder and every member at once. A read per review, or per
+// bucket, cost the API server about a millisecond of CPU for each fenced
+// write (docs/sharding.md); shared, the reads come at most one after
+// another, however many writes wait on them. They are bounded in rate too
+// (internal/freshread): the endpoint answers anyone who reaches the
+// webhook port, and forged reviews must not drive the operator's requests.
+// A LIST, not a GET, is also what FlowSchemas, which match a request by
+// verb but not by object name, put in a level of their own
+// (config/manager/flowschema.yaml), where a flood of them cannot queue
+// ahead of the leader's and the members' renewals (get, update).
 type Fence struct {
 	// Reader reads Leases in Namespace, uncached.
 	Reader    client.Reader
 	Namespace string
 
 	once  sync.Once
-	reads *freshread.Group[*coordinationv1.Lease]
+	reads *freshread.Group[*leaseView]
+}
+
+// leaseView is what one read of the operator's Leases says: the holder of
+// each bucket ("" for none) and the members, by Lease name.
+type leaseView struct {
+	holders [Buckets]string
+	members map[string]bool
 }
 
 // The bounds of the fence's Lease reads (exported for the test that floods
-// it): the writes of a replica that
-// shares the Drinks are fenced one by one, and reads of one bucket's Lease
-// are shared among the writes waiting on it, so a few hundred reads a
-// second serve the benchmark's write rates (docs/BENCHMARKS.md); the
-// webhook's timeout is 5 s.
+// it): every write of a replica that shares the Drinks is fenced, and one
+// read serves all the writes waiting on it, so reads come at most one
+// after another and a few hundred a second is more than the benchmark's
+// write rates need (docs/BENCHMARKS.md); the webhook's timeout is 5 s.
 const (
 	FenceReadsPerSecond = 200
 	FenceReadBurst      = 50
 	fenceReadTimeout    = 4 * time.Second
 )
 
-// lease reads the Lease name in Namespace, nil when there is none, through
-// the shared reads.
-func (f *Fence) lease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+// leases reads the operator's Leases in Namespace, through the shared
+// reads: the result of a read that began after the call.
+func (f *Fence) leases(ctx context.Context) (*leaseView, error) {
 	f.once.Do(func() {
-		f.reads = freshread.New[*coordinationv1.Lease](FenceReadsPerSecond, FenceReadBurst, fenceReadTimeout)
+		f.reads = freshread.New[*leaseView](FenceReadsPerSecond, FenceReadBurst, fenceReadTimeout)
 	})
-	return f.reads.Do(ctx, name, func(ctx context.Context) (*coordinationv1.Lease, error) {
+	return f.reads.Do(ctx, "leases", func(ctx context.Context) (*leaseView, error) {
 		list := &coordinationv1.LeaseList{}
-		if err := f.Reader.List(ctx, list, client.InNamespace(f.Namespace), client.MatchingFields{"metadata.name": name}); err != nil {
+		if err := f.Reader.List(ctx, list, client.InNamespace(f.Namespace), client.MatchingLabels{names.NameLabel: names.AppName}); err != nil {
 			return nil, err
 		}
-		if len(list.Items) == 0 {
-			return nil, nil
+		v := &leaseView{members: map[string]bool{}}
+		for i := range list.Items {
+			l := &list.Items[i]
+			if b, ok := ParseBucket(l.Labels[BucketLabel]); ok && l.Name == BucketLeaseName(b) {
+				v.holders[b] = ptr.Deref(l.Spec.HolderIdentity, "")
+			}
+			if _, ok := l.Labels[MemberLabel]; ok {
+				v.members[l.Name] = true
+			}
 		}
-		return &list.Items[0], nil
+		return v, nil
 	})
 }
 
@@ -114,18 +133,15 @@ func (f *Fence) Handle(ctx context.Context, req admission.Request) admission.Res
 		return admission.Allowed("not a Drink's ConfigMap")
 	}
 	b := BucketOf(uid)
-	holder, err := f.holder(ctx, BucketLeaseName(b))
+	v, err := f.leases(ctx)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
+	holder := v.holders[b]
 	if holder == pod {
 		return admission.Allowed("")
 	}
-	member, err := f.lease(ctx, LeaseName(pod))
-	switch {
-	case err != nil:
-		return admission.Errored(http.StatusInternalServerError, err)
-	case member == nil:
+	if !v.members[LeaseName(pod)] {
 		return admission.Allowed("not a shard member")
 	}
 	if holder == "" {
@@ -133,15 +149,6 @@ func (f *Fence) Handle(ctx context.Context, req admission.Request) admission.Res
 	}
 	return admission.Denied(fmt.Sprintf("pod %s does not hold bucket %d of the Drinks (Lease %s/%s, holder: %s), which %s is in: "+
 		"a replica that lost its share of the Drinks may not write to them", pod, b, f.Namespace, BucketLeaseName(b), holder, what))
-}
-
-// holder reads the holder of the Lease name ("" when there is none).
-func (f *Fence) holder(ctx context.Context, name string) (string, error) {
-	l, err := f.lease(ctx, name)
-	if err != nil || l == nil {
-		return "", err
-	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
 // drinkOf finds the Drink a request writes: the Drink itself, or the

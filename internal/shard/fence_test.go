@@ -3,7 +3,10 @@ package shard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
+	"github.com/example/myoperator/internal/names"
 	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/test/framework/testenv"
 )
@@ -36,11 +41,11 @@ func TestFence(t *testing.T) {
 	b := shard.BucketOf(uid)
 	now := metav1.NewMicroTime(time.Now())
 	for _, l := range []*coordinationv1.Lease{
-		{ObjectMeta: metav1.ObjectMeta{Name: shard.BucketLeaseName(b), Labels: map[string]string{shard.BucketLabel: shard.BucketValue(b)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.BucketLeaseName(b), Labels: map[string]string{shard.BucketLabel: shard.BucketValue(b), names.NameLabel: names.AppName}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-holder")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-holder"), Labels: map[string]string{shard.MemberLabel: "true"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-holder"), Labels: map[string]string{shard.MemberLabel: "true", names.NameLabel: names.AppName}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-holder"), RenewTime: &now}},
-		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-other"), Labels: map[string]string{shard.MemberLabel: "true"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-other"), Labels: map[string]string{shard.MemberLabel: "true", names.NameLabel: names.AppName}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-other"), RenewTime: &now}},
 	} {
 		l.Namespace = membersNS
@@ -123,4 +128,95 @@ func TestFence(t *testing.T) {
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "changing hands") {
 		t.Errorf("a released bucket: %+v, want a denial saying it is changing hands", resp.Result)
 	}
+}
+
+// countingReader counts the LISTs it passes to a real API server, each
+// held for a while, as a loaded API server would.
+type countingReader struct {
+	client.Reader
+	lists atomic.Int32
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.lists.Add(1)
+	time.Sleep(200 * time.Millisecond)
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// TestFenceSharesReadsAcrossBuckets: reviews of writes to Drinks in many
+// buckets, all waiting at once, are answered from a few reads of the
+// Leases, not one per review or per bucket, and each is decided by its own
+// bucket's holder.
+func TestFenceSharesReadsAcrossBuckets(t *testing.T) {
+	_, _, c := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNS}}); err != nil {
+		t.Fatal(err)
+	}
+	const reviews = 64
+	uids := make([]types.UID, reviews)
+	for i := range uids {
+		// The digits that differ come first: FNV-1a mixes a byte into the
+		// top bits, which pick the bucket, only over the bytes after it.
+		uids[i] = types.UID(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+	}
+	now := metav1.NewMicroTime(time.Now())
+	leases := []*coordinationv1.Lease{
+		{ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("pod-even"), Labels: map[string]string{shard.MemberLabel: "true", names.NameLabel: names.AppName}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-even"), RenewTime: &now}},
+	}
+	for b := range shard.Buckets {
+		holder := "pod-even"
+		if b%2 == 1 {
+			holder = "pod-odd"
+		}
+		leases = append(leases, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: shard.BucketLeaseName(b), Labels: map[string]string{shard.BucketLabel: shard.BucketValue(b), names.NameLabel: names.AppName}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}})
+	}
+	for _, l := range leases {
+		l.Namespace = membersNS
+		if err := c.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &countingReader{Reader: c}
+	f := &shard.Fence{Reader: r, Namespace: membersNS}
+	var wg sync.WaitGroup
+	allowed := make([]bool, reviews)
+	for i, uid := range uids {
+		wg.Go(func() {
+			d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "latte", UID: uid}}
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp := f.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, SubResource: "status", Namespace: "cafe", Name: "latte",
+				Resource: metav1.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "drinks"},
+				Object:   runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: raw},
+				UserInfo: authenticationv1.UserInfo{Extra: map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"pod-even"}}},
+			}})
+			allowed[i] = resp.Allowed
+		})
+	}
+	wg.Wait()
+	buckets := map[int]bool{}
+	for i, uid := range uids {
+		b := shard.BucketOf(uid)
+		buckets[b] = true
+		if want := b%2 == 0; allowed[i] != want {
+			t.Errorf("a write to a Drink of bucket %d by pod-even: allowed %v, want %v", b, allowed[i], want)
+		}
+	}
+	if len(buckets) < reviews/4 {
+		t.Fatalf("the reviews' Drinks are in %d buckets, want many", len(buckets))
+	}
+	// The first review starts a read; the others, arriving while it
+	// runs, wait for one more, which begins after they arrived.
+	if got := r.lists.Load(); got > 3 {
+		t.Errorf("%d reviews of %d buckets made %d reads of the Leases, want at most 3", reviews, len(buckets), got)
+	}
+	t.Logf("%d reviews of %d buckets: %d reads", reviews, len(buckets), r.lists.Load())
 }

@@ -41,13 +41,17 @@ type Coordinator struct {
 	// Duration and Renew time the member Leases (Members); Renew is also
 	// how often the buckets are looked at.
 	Duration, Renew time.Duration
-	// Serve serves one bucket until ctx ends, and returns only when
-	// nothing more is written for it. One runs per bucket held, so that a
-	// handover starts or stops only the Serve of the buckets that move:
-	// the buckets kept go on without a pause, their Drinks are not listed
-	// again, and their reconciles do not queue behind those of the Drinks
-	// taken over.
-	Serve func(ctx context.Context, bucket int) error
+	// Serve serves the buckets of served until ctx ends, and returns only
+	// when nothing more is written for them. The buckets taken in one step
+	// are served by one call, with one cache: the API server goes through
+	// every Drink it holds for each list and watch of a selector however
+	// few it selects, so a takeover of k buckets costs it one pass rather
+	// than k. A bucket given up later is dropped from its call's Served
+	// (Served.Drop), and the call goes on for the rest: the buckets kept
+	// go on without a pause and are not listed again, unless their call
+	// would then hold more dropped buckets than served ones, which it is
+	// restarted to shed (its cache holds their Drinks until it ends).
+	Serve func(ctx context.Context, served *Served) error
 	Log   logr.Logger
 	// OnHeld, when set, is told all the buckets served after every change.
 	OnHeld func(buckets []int)
@@ -60,13 +64,13 @@ type Coordinator struct {
 	m       *Members
 	members []string
 	changed chan struct{}
-	// serving are the running Serve calls, one per bucket.
+	// serving are the running Serve calls.
 	serving []*run
 }
 
 // run is one Serve call.
 type run struct {
-	bucket int
+	served *Served
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -198,9 +202,7 @@ func (c *Coordinator) step(ctx context.Context) error {
 	if add := without(kept, c.current()); len(add) > 0 {
 		slices.Sort(add)
 		c.Log.Info("serving the Drinks of buckets", "added", add, "selector", Selector(add))
-		for _, b := range add {
-			c.startServing(ctx, b)
-		}
+		c.startServing(ctx, add)
 		changed = true
 	}
 	if changed && c.OnHeld != nil {
@@ -243,8 +245,8 @@ func (c *Coordinator) bucketLeases(ctx context.Context) ([]*coordinationv1.Lease
 }
 
 // current is the buckets being served, sorted (nil: none). A Serve that
-// returned on its own (it failed) serves nothing: the step starts it
-// again.
+// returned on its own (it failed) serves nothing: the step starts its
+// buckets again.
 func (c *Coordinator) current() []int {
 	var out []int
 	c.serving = slices.DeleteFunc(c.serving, func(r *run) bool {
@@ -252,7 +254,7 @@ func (c *Coordinator) current() []int {
 		case <-r.done:
 			return true
 		default:
-			out = append(out, r.bucket)
+			out = append(out, r.served.Buckets()...)
 			return false
 		}
 	})
@@ -260,29 +262,41 @@ func (c *Coordinator) current() []int {
 	return out
 }
 
-// startServing runs Serve for bucket b.
-func (c *Coordinator) startServing(ctx context.Context, b int) {
+// startServing runs one Serve for buckets.
+func (c *Coordinator) startServing(ctx context.Context, buckets []int) {
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &run{bucket: b, cancel: cancel, done: make(chan struct{})}
+	r := &run{served: NewServed(buckets), cancel: cancel, done: make(chan struct{})}
 	c.serving = append(c.serving, r)
 	go func() {
 		defer close(r.done)
-		if err := c.Serve(runCtx, b); err != nil && runCtx.Err() == nil {
-			c.Log.Error(err, "serving a bucket failed; restarting at the next step", "bucket", b)
+		if err := c.Serve(runCtx, r.served); err != nil && runCtx.Err() == nil {
+			c.Log.Error(err, "serving buckets failed; restarting at the next step", "buckets", buckets)
 		}
 	}()
 }
 
-// stopLosing ends, all at once, the Serve of every bucket outside keep,
-// waits until they returned, and says whether there was one.
+// stopLosing stops serving every bucket outside keep, and says whether
+// there was one. Each Serve drops what it loses; one left with none of
+// keep ends, and so does one that would hold more dropped buckets than
+// served ones (the step starts its kept buckets again in a call of their
+// own). The calls end all at once; it returns once they have.
 func (c *Coordinator) stopLosing(keep []int) bool {
 	var stop []*run
+	changed := false
 	c.serving = slices.DeleteFunc(c.serving, func(r *run) bool {
-		if slices.Contains(keep, r.bucket) {
+		now := r.served.Buckets()
+		lost := without(now, keep)
+		if len(lost) == 0 {
 			return false
 		}
-		stop = append(stop, r)
-		return true
+		changed = true
+		r.served.Drop(lost)
+		left := len(now) - len(lost)
+		if left == 0 || len(r.served.Started())-left > left {
+			stop = append(stop, r)
+			return true
+		}
+		return false
 	})
 	for _, r := range stop {
 		r.cancel()
@@ -290,7 +304,7 @@ func (c *Coordinator) stopLosing(keep []int) bool {
 	for _, r := range stop {
 		<-r.done
 	}
-	return len(stop) > 0
+	return changed
 }
 
 // stopServing ends every run and waits until they returned.

@@ -18,37 +18,62 @@ import (
 )
 
 // serving records which replica serves each bucket, as Serve is called
-// and returns, and every moment two served one bucket at once.
+// and returns, and every moment two served one bucket at once: a Serve
+// starting on a bucket another still serves, or a write (a reconcile inside
+// Served.Hold that outlasts a takeover) for a bucket another serves.
 type serving struct {
 	mu      sync.Mutex
-	by      [shard.Buckets]string
+	by      [shard.Buckets]*call
 	overlap []string
-	starts  int
-	// ended counts each replica's Serve calls that returned.
-	ended map[string]int
+	calls   []*call
 }
 
-func (s *serving) serve(id string) func(context.Context, int) error {
-	return func(ctx context.Context, b int) error {
+// call is one Serve call.
+type call struct {
+	id     string
+	served *shard.Served
+	ended  bool
+}
+
+// serves says whether c serves b now.
+func (c *call) serves(b int) bool {
+	return c != nil && !c.ended && slices.Contains(c.served.Buckets(), b)
+}
+
+// writeTakes is how long each of the fake reconciles writes: longer than a
+// Renew, so that a new owner would start within it were Drop or Serve's
+// return not to wait for it.
+const writeTakes = 300 * time.Millisecond
+
+func (s *serving) serve(id string) func(context.Context, *shard.Served) error {
+	return func(ctx context.Context, served *shard.Served) error {
+		c := &call{id: id, served: served}
 		s.mu.Lock()
-		s.starts++
-		if s.by[b] != "" {
-			s.overlap = append(s.overlap, fmt.Sprintf("bucket %d: %s starts while %s serves it", b, id, s.by[b]))
+		for _, b := range served.Started() {
+			if prev := s.by[b]; prev.serves(b) {
+				s.overlap = append(s.overlap, fmt.Sprintf("bucket %d: %s starts while %s serves it", b, id, prev.id))
+			}
+			s.by[b] = c
 		}
-		s.by[b] = id
+		s.calls = append(s.calls, c)
 		s.mu.Unlock()
-		<-ctx.Done()
-		// A write in flight as the context ends is still this replica's:
-		// Serve returns only after it.
-		time.Sleep(50 * time.Millisecond)
+		// Reconciles, one after another until ctx ends, each writing
+		// for every bucket served when it began.
+		for ctx.Err() == nil {
+			release := served.Hold()
+			bs := served.Buckets()
+			time.Sleep(writeTakes)
+			s.mu.Lock()
+			for _, b := range bs {
+				if s.by[b] != c {
+					s.overlap = append(s.overlap, fmt.Sprintf("bucket %d: %s writes while %s serves it", b, id, s.by[b].id))
+				}
+			}
+			s.mu.Unlock()
+			release()
+		}
 		s.mu.Lock()
-		if s.ended == nil {
-			s.ended = map[string]int{}
-		}
-		s.ended[id]++
-		if s.by[b] == id {
-			s.by[b] = ""
-		}
+		c.ended = true
 		s.mu.Unlock()
 		return nil
 	}
@@ -58,38 +83,65 @@ func (s *serving) serve(id string) func(context.Context, int) error {
 func (s *serving) holders() [shard.Buckets]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.by
-}
-
-// movedFrom counts the buckets one of ids served in before and another
-// serves in after.
-func movedFrom(before, after [shard.Buckets]string, ids []string) int {
-	n := 0
-	for b := range before {
-		if slices.Contains(ids, before[b]) && after[b] != before[b] {
-			n++
+	var out [shard.Buckets]string
+	for b, c := range s.by {
+		if c.serves(b) {
+			out[b] = c.id
 		}
 	}
-	return n
+	return out
 }
 
-// endedOf is how many Serve calls of ids returned.
-func (s *serving) endedOf(ids ...string) int {
+// current is the call serving each bucket now (nil: none).
+func (s *serving) current() [shard.Buckets]*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, id := range ids {
-		n += s.ended[id]
+	var out [shard.Buckets]*call
+	for b, c := range s.by {
+		if c.serves(b) {
+			out[b] = c
+		}
 	}
-	return n
+	return out
+}
+
+// checkRelisted fails t for each bucket served by one replica before and
+// after a change, but by a new Serve call, when the call that served it
+// did not end for the rule that ends one: it would hold more dropped
+// buckets than served ones.
+func checkRelisted(t *testing.T, what string, before, after [shard.Buckets]*call) {
+	t.Helper()
+	for b := range before {
+		prev, now := before[b], after[b]
+		if prev == nil || now == nil || prev.id != now.id || prev == now {
+			continue
+		}
+		left := len(prev.served.Buckets())
+		if len(prev.served.Started())-left <= left {
+			t.Errorf("%s: %s listed bucket %d again; its call started with %v and ended serving %v, no more dropped than served",
+				what, now.id, b, prev.served.Started(), prev.served.Buckets())
+		}
+	}
+}
+
+// callsSince is the Serve calls made since the first n.
+func (s *serving) callsSince(n int) []*call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls[n:])
+}
+
+// count is how many Serve calls were made.
+func (s *serving) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
 }
 
 // shares is how many buckets each replica serves, and "" how many none.
 func (s *serving) shares() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := map[string]int{}
-	for _, id := range s.by {
+	for _, id := range s.holders() {
 		n[id]++
 	}
 	return n
@@ -149,10 +201,11 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	_ = start("replica-d", false)
 	waitShares(t, s, "replica-a", "replica-b", "replica-c", "replica-d")
 
-	// A replica leaving ends only the Serve of the buckets that move:
-	// its own, and the few the new assignment moves between the others.
+	// A replica leaving lists again none of the buckets the others keep,
+	// but those of a call that would hold more dropped buckets than
+	// served ones.
 	survivors := []string{"replica-b", "replica-c", "replica-d"}
-	held, endedBefore := s.holders(), s.endedOf(survivors...)
+	before := s.current()
 
 	// A graceful stop: its buckets move at once.
 	stopped := time.Now()
@@ -160,13 +213,11 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	if err := <-a.done; err != nil {
 		t.Fatal(err)
 	}
-	waitShares(t, s, "replica-b", "replica-c", "replica-d")
+	waitShares(t, s, survivors...)
 	t.Logf("replica-a stopped: its buckets served by the others after %.1f s", time.Since(stopped).Seconds())
-	if got, want := s.endedOf(survivors...)-endedBefore, movedFrom(held, s.holders(), survivors); got != want {
-		t.Errorf("replica-a leaving ended %d of the others' Serve calls, want %d: the buckets that moved between them", got, want)
-	}
+	checkRelisted(t, "replica-a leaving", before, s.current())
 	survivors = []string{"replica-b", "replica-d"}
-	held, endedBefore = s.holders(), s.endedOf(survivors...)
+	before, calls := s.current(), s.count()
 
 	// A crash: the Leases stay; the others wait out the member Lease.
 	crashed := time.Now()
@@ -181,23 +232,36 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	if got := s.shares()[""]; got < 21 {
 		t.Errorf("1 s after the crash %d buckets are unserved, want replica-c's 21 or 22 (its member Lease counts for 2 s)", got)
 	}
-	waitShares(t, s, "replica-b", "replica-d")
+	waitShares(t, s, survivors...)
 	t.Logf("replica-c crashed: its buckets served by the others after %.1f s", time.Since(crashed).Seconds())
-	if got, want := s.endedOf(survivors...)-endedBefore, movedFrom(held, s.holders(), survivors); got != want {
-		t.Errorf("replica-c crashing ended %d of the others' Serve calls, want %d: the buckets that moved between them", got, want)
+	checkRelisted(t, "replica-c crashing", before, s.current())
+	// Each survivor takes the crashed replica's buckets it is given in
+	// one Serve call: one list for all of them.
+	after := s.current()
+	for _, id := range survivors {
+		took := map[*call][]int{}
+		for b := range after {
+			if before[b] != nil && before[b].id == "replica-c" && after[b].id == id {
+				took[after[b]] = append(took[after[b]], b)
+			}
+		}
+		if len(took) != 1 {
+			t.Errorf("%s took replica-c's buckets in %d Serve calls, want 1: %v", id, len(took), took)
+		}
 	}
+	t.Logf("%d Serve calls after the crash", len(s.callsSince(calls)))
 	b.stop()
 	if err := <-b.done; err != nil {
 		t.Fatal(err)
 	}
 	waitShares(t, s, "replica-d")
 
+	t.Logf("%d Serve calls", s.count())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range s.overlap {
 		t.Error(o)
 	}
-	t.Logf("%d Serve calls", s.starts)
 }
 
 // TestBucketOfIsTheServersHash: BucketOf puts a UID in the bucket whose

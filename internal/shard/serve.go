@@ -52,21 +52,24 @@ type Options struct {
 }
 
 // Reconciler is the one hook the runtime needs of the Drink reconciler:
-// the controller of one bucket. It is an interface because the
+// the controller of a set of buckets. It is an interface because the
 // reconciler's package imports this one (for Matcher and BucketLabel).
 type Reconciler interface {
 	// ShareController builds what serves s: the runtime starts it once
-	// s.Cache has synced and ends its context when the bucket moves, and
-	// it must return only after its last write for the bucket.
+	// s.Cache has synced and ends its context when the buckets move
+	// together, and it must return only after its last write for them.
 	ShareController(mgr ctrl.Manager, s Share) (manager.Runnable, error)
 }
 
-// Share is one bucket of the Drinks as its controller sees it.
+// Share is the buckets of the Drinks one controller serves, as it sees
+// them.
 type Share struct {
-	// Matcher is the bucket's range: the cache may hold Drinks outside it
-	// (an API server without the feature gate).
-	Matcher *Matcher
-	// Cache holds the bucket's Drinks and their ConfigMaps; Client reads
+	// Served is the buckets served now: the cache may hold Drinks outside
+	// them (an API server without the feature gate, or a bucket dropped
+	// since the cache started). A reconcile runs inside Served.Hold and
+	// writes only for a Drink Served matches.
+	Served *Served
+	// Cache holds the buckets' Drinks and their ConfigMaps; Client reads
 	// those from Cache and everything else, and writes, as the manager's
 	// client does.
 	Cache  cache.Cache
@@ -99,8 +102,8 @@ func init() {
 
 // Setup adds to mgr what serves this replica's share of the Drinks, in
 // place of the leader's Drink controller: a Coordinator that runs on
-// every replica, leader or not, and for each bucket it holds a cache of
-// the bucket and r's controller over it.
+// every replica, leader or not, and for the buckets it takes at each
+// handover one cache of them and r's controller over it.
 func Setup(mgr ctrl.Manager, o Options, r Reconciler) error {
 	id := o.Identity
 	if id == "" {
@@ -133,8 +136,8 @@ func Setup(mgr ctrl.Manager, o Options, r Reconciler) error {
 			shardBuckets.Set(float64(len(b)))
 			shardHandovers.Inc()
 		},
-		Serve: func(ctx context.Context, bucket int) error {
-			return serveBucket(ctx, mgr, o, r, lim, bucket, unselected)
+		Serve: func(ctx context.Context, served *Served) error {
+			return serveBuckets(ctx, mgr, o, r, lim, served, unselected)
 		},
 	}
 	return mgr.Add(everyReplica{coordinator})
@@ -146,27 +149,27 @@ type everyReplica struct{ c *Coordinator }
 func (r everyReplica) Start(ctx context.Context) error { return r.c.Start(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
 
-// syncingBuckets is how many of a replica's bucket caches list at once.
-// A replica that takes over a lost replica's buckets starts a cache for
-// each, and each lists a whole bucket of Drinks and one of ConfigMaps (a
-// watch that starts with them). The API server answers each such watch by
-// going through every Drink, or every ConfigMap, in its watch cache (the
-// sharded watch has no index), so a bucket's list costs it in proportion
-// to all the Drinks, not to the bucket's; the replica then decodes the
-// bucket and reconciles each of its Drinks once. Lists that run together
-// hold up the writes of the buckets the replicas already serve, for longer
-// the more of them there are: one at a time holds them up least
-// (docs/sharding.md gives the measured waits).
+// syncingBuckets is how many of a replica's caches list at once. A cache
+// lists its buckets' Drinks and ConfigMaps (a watch that starts with
+// them). The API server answers each such watch by going through every
+// Drink, or every ConfigMap, in its watch cache (the sharded watch has no
+// index), so a list costs it in proportion to all the Drinks, not to the
+// buckets'; the replica then decodes them and reconciles each Drink once.
+// Lists that run together hold up the writes of the buckets the replicas
+// already serve, for longer the more of them there are: one at a time
+// holds them up least (docs/sharding.md gives the measured waits). A
+// takeover is one cache per replica (Coordinator.Serve); caches wait for
+// one another after a failed one restarts, or handovers come quickly.
 const syncingBuckets = 1
 
-// syncSlotHold is the longest a bucket's cache keeps its place among the
+// syncSlotHold is the longest a cache keeps its place among the
 // syncingBuckets while it has not synced. A cache the API server does not
-// fill (its list refused or failing) goes on retrying for as long as the
-// bucket is served; holding its place meanwhile, one such bucket would
-// keep every other bucket the replica takes from listing at all. A
-// healthy bucket's cache syncs well within a minute even at the largest
-// takeover measured (docs/sharding.md), so a minute gives up a place only
-// where something is wrong.
+// fill (its list refused or failing) goes on retrying for as long as its
+// buckets are served; holding its place meanwhile, it would keep every
+// other cache the replica starts from listing at all. A healthy cache
+// syncs well within a minute even at the largest takeover measured
+// (docs/sharding.md), so a minute gives up a place only where something
+// is wrong.
 const syncSlotHold = time.Minute
 
 // bucketLimits are what a replica's bucket controllers share: slots, one
@@ -195,13 +198,17 @@ func listInTurn(ctx context.Context, lim bucketLimits, list func() bool) (ran, s
 	return true, list()
 }
 
-// serveBucket runs r's controller over a cache of one bucket's Drinks and
-// ConfigMaps until ctx ends, and returns when its last reconcile did. Its
-// cache starts listing only in its turn (listInTurn); its reconciles run
-// only while they hold one of lim.slots.
-func serveBucket(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler, lim bucketLimits, bucket int, unselected func()) error {
-	buckets := []int{bucket}
-	inBucket, err := labels.NewRequirement(BucketLabel, selection.Equals, []string{BucketValue(bucket)})
+// serveBuckets runs r's controller over one cache of the Drinks and
+// ConfigMaps of served's buckets until ctx ends, and returns when its last
+// reconcile did. Its cache starts listing only in its turn (listInTurn);
+// its reconciles run only while they hold one of lim.slots.
+func serveBuckets(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler, lim bucketLimits, served *Served, unselected func()) error {
+	buckets := served.Started()
+	values := make([]string, len(buckets))
+	for i, b := range buckets {
+		values[i] = BucketValue(b)
+	}
+	inBuckets, err := labels.NewRequirement(BucketLabel, selection.In, values)
 	if err != nil {
 		return err
 	}
@@ -213,11 +220,11 @@ func serveBucket(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler,
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		DefaultNamespaces: o.Namespaces,
 		ByObject: map[client.Object]cache.ByObject{
-			// The bucket's ConfigMaps, by the label the reconciler writes.
-			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBucket), Transform: o.TrimConfigMap},
+			// The buckets' ConfigMaps, by the label the reconciler writes.
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBuckets), Transform: o.TrimConfigMap},
 			&drinksv1.Drink{}:   {Transform: o.TrimDrink},
 		},
-		// The bucket's Drinks, by the API server's shard selector, which
+		// The buckets' Drinks, by the API server's shard selector, which
 		// controller-runtime has no option for.
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			if _, ok := obj.(*drinksv1.Drink); ok {
@@ -229,13 +236,13 @@ func serveBucket(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler,
 	if err != nil {
 		return err
 	}
-	c, err := r.ShareController(mgr, Share{Matcher: &matcher, Cache: share,
+	c, err := r.ShareController(mgr, Share{Served: served, Cache: share,
 		Client: shareClient{Client: mgr.GetClient(), share: share}, Slots: lim.slots, Options: o.Controller})
 	if err != nil {
 		return err
 	}
 	// Deferred in this order so that they run cancel first, then wait: a
-	// controller that stops on its own (an error) stops the bucket's cache
+	// controller that stops on its own (an error) stops the buckets' cache
 	// too, and the coordinator gets the error and tries again, rather than
 	// this waiting for ctx forever.
 	var wg sync.WaitGroup
@@ -244,14 +251,14 @@ func serveBucket(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler,
 	defer cancel()
 	ran, synced := listInTurn(ctx, lim, func() bool {
 		return fillBucketCache(ctx, share, &wg, func(err error) {
-			mgr.GetLogger().WithName("shard").Error(err, "the cache of a bucket stopped", "bucket", bucket)
+			mgr.GetLogger().WithName("shard").Error(err, "the cache of buckets stopped", "buckets", buckets)
 		})
 	})
 	if !ran || (!synced && ctx.Err() != nil) {
 		return nil
 	}
 	if !synced {
-		return fmt.Errorf("the cache of bucket %d did not sync", bucket)
+		return fmt.Errorf("the cache of buckets %v did not sync", buckets)
 	}
 	return c.Start(ctx)
 }

@@ -1,0 +1,89 @@
+package shard
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestStopLosing: a Serve call that loses some of its buckets drops them
+// and goes on serving the rest, not listing them again, until it would
+// hold more dropped buckets (still in its cache) than served ones: then it
+// ends, and the step lists what it kept in a call of its own. A drop waits
+// for the reconciles that began before it.
+func TestStopLosing(t *testing.T) {
+	tests := []struct {
+		name           string
+		started        []int
+		droppedBefore  []int
+		keep           []int
+		wantChanged    bool
+		wantEnded      bool
+		wantServedLeft []int
+	}{
+		{"loses nothing: goes on", []int{1, 2, 3}, nil, []int{1, 2, 3, 9}, false, false, []int{1, 2, 3}},
+		{"loses one of six: drops it", []int{1, 2, 3, 4, 5, 6}, nil, []int{1, 2, 3, 4, 5}, true, false, []int{1, 2, 3, 4, 5}},
+		{"loses half: drops them", []int{1, 2, 3, 4}, nil, []int{1, 2}, true, false, []int{1, 2}},
+		{"loses more than half: ends", []int{1, 2, 3, 4}, nil, []int{1}, true, true, []int{1}},
+		{"loses all: ends", []int{1, 2}, nil, []int{7}, true, true, nil},
+		{"earlier drops count: one more of three ends it", []int{1, 2, 3, 4, 5, 6}, []int{4, 5, 6}, []int{1, 2}, true, true, []int{1, 2}},
+		{"earlier drops count: as many dropped as served goes on", []int{1, 2, 3, 4, 5, 6}, []int{5, 6}, []int{1, 2, 3}, true, false, []int{1, 2, 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			served := NewServed(tc.started)
+			served.Drop(tc.droppedBefore)
+			done := make(chan struct{})
+			ended := false
+			r := &run{served: served, done: done, cancel: func() {
+				if !ended {
+					ended = true
+					close(done)
+				}
+			}}
+			c := &Coordinator{serving: []*run{r}}
+			if got := c.stopLosing(tc.keep); got != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", got, tc.wantChanged)
+			}
+			if ended != tc.wantEnded {
+				t.Errorf("ended = %v, want %v", ended, tc.wantEnded)
+			}
+			if got := slices.Contains(c.serving, r); got == tc.wantEnded {
+				t.Errorf("still among the calls served: %v, want %v", got, !tc.wantEnded)
+			}
+			if got := served.Buckets(); !slices.Equal(got, tc.wantServedLeft) {
+				t.Errorf("serves %v, want %v", got, tc.wantServedLeft)
+			}
+		})
+	}
+}
+
+// TestDropWaitsForReconciles: Drop returns only after a reconcile that
+// began before it (inside Hold) has returned, and a reconcile that begins
+// after it no longer matches the dropped bucket.
+func TestDropWaitsForReconciles(t *testing.T) {
+	served := NewServed([]int{3, 5})
+	release := served.Hold()
+	returned := make(chan struct{})
+	go func() {
+		served.Drop([]int{5})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("Drop returned while a reconcile that began before it runs")
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drop did not return once the reconcile did")
+	}
+	if got := served.Buckets(); !slices.Equal(got, []int{3}) {
+		t.Errorf("serves %v after dropping 5, want [3]", got)
+	}
+	if got := served.Started(); !slices.Equal(got, []int{3, 5}) {
+		t.Errorf("started %v, want [3 5]: the cache still selects what it listed", got)
+	}
+}
