@@ -49,8 +49,9 @@ type Coordinator struct {
 	// than k. A bucket given up later is dropped from its call's Served
 	// (Served.Drop), and the call goes on for the rest: the buckets kept
 	// go on without a pause and are not listed again, unless their call
-	// would then hold more dropped buckets than served ones, which it is
-	// restarted to shed (its cache holds their Drinks until it ends).
+	// would then hold dropped buckets (whose Drinks its cache keeps until
+	// it ends) more than a quarter of those it serves: it is restarted to
+	// shed them (maxDroppedPerServed).
 	Serve func(ctx context.Context, served *Served) error
 	Log   logr.Logger
 	// OnHeld, when set, is told all the buckets served after every change.
@@ -275,11 +276,23 @@ func (c *Coordinator) startServing(ctx context.Context, buckets []int) {
 	}()
 }
 
+// maxDroppedPerServed bounds what a Serve call may hold for nothing: it is
+// restarted once its dropped buckets exceed 1/maxDroppedPerServed of those
+// it serves. Restarting lists the buckets it keeps again (one more pass
+// over the API server's cache, and their Drinks unserved until it ends),
+// so the few buckets that move between the survivors when a replica
+// leaves (at most 4 with up to 4 members: Assign) are dropped, not
+// relisted, while a replica that gives up most of a call's buckets (when
+// others join, which at an install's start is before there are Drinks)
+// lists the rest again, and its cache holds at most a quarter more than
+// its share.
+const maxDroppedPerServed = 4
+
 // stopLosing stops serving every bucket outside keep, and says whether
 // there was one. Each Serve drops what it loses; one left with none of
-// keep ends, and so does one that would hold more dropped buckets than
-// served ones (the step starts its kept buckets again in a call of their
-// own). The calls end all at once; it returns once they have.
+// keep ends, and so does one that would hold too many dropped buckets
+// (maxDroppedPerServed; the step starts its kept buckets again in a call
+// of their own). The calls end all at once; it returns once they have.
 func (c *Coordinator) stopLosing(keep []int) bool {
 	var stop []*run
 	changed := false
@@ -292,7 +305,7 @@ func (c *Coordinator) stopLosing(keep []int) bool {
 		changed = true
 		r.served.Drop(lost)
 		left := len(now) - len(lost)
-		if left == 0 || len(r.served.Started())-left > left {
+		if dropped := len(r.served.Started()) - left; left == 0 || dropped*maxDroppedPerServed > left {
 			stop = append(stop, r)
 			return true
 		}

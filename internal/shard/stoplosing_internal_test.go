@@ -7,10 +7,10 @@ import (
 )
 
 // TestStopLosing: a Serve call that loses some of its buckets drops them
-// and goes on serving the rest, not listing them again, until it would
-// hold more dropped buckets (still in its cache) than served ones: then it
-// ends, and the step lists what it kept in a call of its own. A drop waits
-// for the reconciles that began before it.
+// and goes on serving the rest, not listing them again, until its dropped
+// buckets (still in its cache) would be more than a quarter of those it
+// serves: then it ends, and the step lists what it kept in a call of its
+// own. A drop waits for the reconciles that began before it.
 func TestStopLosing(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -22,12 +22,13 @@ func TestStopLosing(t *testing.T) {
 		wantServedLeft []int
 	}{
 		{"loses nothing: goes on", []int{1, 2, 3}, nil, []int{1, 2, 3, 9}, false, false, []int{1, 2, 3}},
-		{"loses one of six: drops it", []int{1, 2, 3, 4, 5, 6}, nil, []int{1, 2, 3, 4, 5}, true, false, []int{1, 2, 3, 4, 5}},
-		{"loses half: drops them", []int{1, 2, 3, 4}, nil, []int{1, 2}, true, false, []int{1, 2}},
-		{"loses more than half: ends", []int{1, 2, 3, 4}, nil, []int{1}, true, true, []int{1}},
+		{"loses one of five: drops it", []int{1, 2, 3, 4, 5}, nil, []int{1, 2, 3, 4}, true, false, []int{1, 2, 3, 4}},
+		{"loses three of sixteen: drops them", seq(0, 16), nil, seq(0, 13), true, false, seq(0, 13)},
+		{"loses four of sixteen: ends", seq(0, 16), nil, seq(0, 12), true, true, seq(0, 12)},
+		{"loses one of four: ends", []int{1, 2, 3, 4}, nil, []int{1, 2, 3}, true, true, []int{1, 2, 3}},
 		{"loses all: ends", []int{1, 2}, nil, []int{7}, true, true, nil},
-		{"earlier drops count: one more of three ends it", []int{1, 2, 3, 4, 5, 6}, []int{4, 5, 6}, []int{1, 2}, true, true, []int{1, 2}},
-		{"earlier drops count: as many dropped as served goes on", []int{1, 2, 3, 4, 5, 6}, []int{5, 6}, []int{1, 2, 3}, true, false, []int{1, 2, 3}},
+		{"earlier drops count: one more ends it", seq(0, 16), []int{13, 14, 15}, seq(0, 12), true, true, seq(0, 12)},
+		{"earlier drops count: up to a quarter goes on", seq(0, 11), []int{10}, seq(0, 9), true, false, seq(0, 9)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
