@@ -9,6 +9,6 @@
 // reviews, so a read per review would let a flood of forged reviews drive
 // the operator's requests to the API server. A Group answers every caller
 // that asked while a read was queued with that one read, runs at most one
-// read of a key at a time, and makes at most Rate reads a second over all
-// keys.
+// read of a key at a time (or, Overlapping, begins one at most every so
+// often), and makes at most Rate reads a second over all keys.
 package freshread

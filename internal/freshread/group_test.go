@@ -102,3 +102,70 @@ func TestCallerGivesUp(t *testing.T) {
 		t.Errorf("the caller that waited got %d, want 7", v)
 	}
 }
+
+// TestOverlappingSharedAndFresh: with Overlapping, callers that arrive
+// while a read runs get a read that began after they asked, without
+// waiting for the running one to end; the callers that arrive before it
+// begins share it; and the reads of a key begin at least every apart.
+func TestOverlappingSharedAndFresh(t *testing.T) {
+	const every = 100 * time.Millisecond
+	g := New[int](1000, 1000, 5*time.Second).Overlapping(every)
+	var mu sync.Mutex
+	var starts []time.Time
+	release := make(chan struct{})
+	read := func(context.Context) (int, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		n := len(starts)
+		mu.Unlock()
+		if n == 1 {
+			<-release // the first read outlasts the test's later callers
+		}
+		return n, nil
+	}
+	first := make(chan int)
+	go func() {
+		v, _ := g.Do(context.Background(), "k", read)
+		first <- v
+	}()
+	for {
+		mu.Lock()
+		n := len(starts)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	const later = 50
+	got := make([]int, later)
+	var wg sync.WaitGroup
+	for i := range later {
+		wg.Go(func() { got[i], _ = g.Do(context.Background(), "k", read) })
+	}
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered: // while the first read still runs
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the later callers waited for the read running when they asked to end")
+	}
+	close(release)
+	if v := <-first; v != 1 {
+		t.Errorf("the first caller got read %d, want 1", v)
+	}
+	for i, v := range got {
+		if v != 2 {
+			t.Errorf("caller %d, which asked while read 1 ran, got read %d, want 2 (begun after it asked, shared)", i, v)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 2 {
+		t.Fatalf("%d reads for 1+%d callers, want 2", len(starts), later)
+	}
+	if gap := starts[1].Sub(starts[0]); gap < every {
+		t.Errorf("the second read began %s after the first, want at least %s", gap, every)
+	}
+}
