@@ -28,20 +28,7 @@ func TestSharedAndFresh(t *testing.T) {
 		}
 		return n, nil
 	}
-	first := make(chan int)
-	go func() {
-		v, _ := g.Do(context.Background(), "k", read)
-		first <- v
-	}()
-	for reads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	const later = 50
-	got := make([]int, later)
-	var wg sync.WaitGroup
-	for i := range later {
-		wg.Go(func() { got[i], _ = g.Do(context.Background(), "k", read) })
-	}
+	first, got, wg := firstThenLater(g, read, func() bool { return reads.Load() > 0 })
 	time.Sleep(50 * time.Millisecond) // every later caller is waiting
 	close(release)
 	wg.Wait()
@@ -54,7 +41,7 @@ func TestSharedAndFresh(t *testing.T) {
 		}
 	}
 	if n := reads.Load(); n != 2 {
-		t.Errorf("%d reads for 1+%d callers, want 2", n, later)
+		t.Errorf("%d reads for 1+%d callers, want 2", n, len(got))
 	}
 	if n := overlapped.Load(); n != 0 {
 		t.Errorf("%d reads of the key overlapped another", n)
@@ -123,26 +110,11 @@ func TestOverlappingSharedAndFresh(t *testing.T) {
 		}
 		return n, nil
 	}
-	first := make(chan int)
-	go func() {
-		v, _ := g.Do(context.Background(), "k", read)
-		first <- v
-	}()
-	for {
+	first, got, wg := firstThenLater(g, read, func() bool {
 		mu.Lock()
-		n := len(starts)
-		mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	const later = 50
-	got := make([]int, later)
-	var wg sync.WaitGroup
-	for i := range later {
-		wg.Go(func() { got[i], _ = g.Do(context.Background(), "k", read) })
-	}
+		defer mu.Unlock()
+		return len(starts) > 0
+	})
 	answered := make(chan struct{})
 	go func() { wg.Wait(); close(answered) }()
 	select {
@@ -163,9 +135,28 @@ func TestOverlappingSharedAndFresh(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(starts) != 2 {
-		t.Fatalf("%d reads for 1+%d callers, want 2", len(starts), later)
+		t.Fatalf("%d reads for 1+%d callers, want 2", len(starts), len(got))
 	}
 	if gap := starts[1].Sub(starts[0]); gap < every {
 		t.Errorf("the second read began %s after the first, want at least %s", gap, every)
 	}
+}
+
+// firstThenLater asks g for key "k" once, waits until started says its
+// read runs, and then asks 50 times more, each in a goroutine of wg.
+func firstThenLater(g *Group[int], read func(context.Context) (int, error), started func() bool) (first chan int, got []int, wg *sync.WaitGroup) {
+	first = make(chan int, 1)
+	go func() {
+		v, _ := g.Do(context.Background(), "k", read)
+		first <- v
+	}()
+	for !started() {
+		time.Sleep(time.Millisecond)
+	}
+	got = make([]int, 50)
+	wg = &sync.WaitGroup{}
+	for i := range got {
+		wg.Go(func() { got[i], _ = g.Do(context.Background(), "k", read) })
+	}
+	return first, got, wg
 }
