@@ -116,7 +116,7 @@ func TestRanges(t *testing.T) {
 		{"none", nil, ""},
 		{"the first", []int{0}, "shardRange(object.metadata.uid, '0x0000000000000000', '0x0400000000000000')"},
 		{"the last ends at 2^64", []int{63}, "shardRange(object.metadata.uid, '0xfc00000000000000', '0x10000000000000000')"},
-		{"all, merged into one", seq(0, 64), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"},
+		{"all, merged into one", upTo(64), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"},
 		{"runs merged, unordered and duplicated input", []int{5, 1, 2, 2, 6, 40},
 			"shardRange(object.metadata.uid, '0x0400000000000000', '0x0c00000000000000') || " +
 				"shardRange(object.metadata.uid, '0x1400000000000000', '0x1c00000000000000') || " +
@@ -130,9 +130,10 @@ func TestRanges(t *testing.T) {
 	}
 }
 
-func seq(from, to int) []int {
+// upTo returns 0, 1, ..., n-1: the bucket numbers of the first n buckets.
+func upTo(n int) []int {
 	var out []int
-	for i := from; i < to; i++ {
+	for i := 0; i < n; i++ {
 		out = append(out, i)
 	}
 	return out

@@ -23,12 +23,12 @@ func TestStopLosing(t *testing.T) {
 	}{
 		{"loses nothing: goes on", []int{1, 2, 3}, nil, []int{1, 2, 3, 9}, false, false, []int{1, 2, 3}},
 		{"loses one of five: drops it", []int{1, 2, 3, 4, 5}, nil, []int{1, 2, 3, 4}, true, false, []int{1, 2, 3, 4}},
-		{"loses three of sixteen: drops them", seq(0, 16), nil, seq(0, 13), true, false, seq(0, 13)},
-		{"loses four of sixteen: ends", seq(0, 16), nil, seq(0, 12), true, true, seq(0, 12)},
+		{"loses three of sixteen: drops them", upTo(16), nil, upTo(13), true, false, upTo(13)},
+		{"loses four of sixteen: ends", upTo(16), nil, upTo(12), true, true, upTo(12)},
 		{"loses one of four: ends", []int{1, 2, 3, 4}, nil, []int{1, 2, 3}, true, true, []int{1, 2, 3}},
 		{"loses all: ends", []int{1, 2}, nil, []int{7}, true, true, nil},
-		{"earlier drops count: one more ends it", seq(0, 16), []int{13, 14, 15}, seq(0, 12), true, true, seq(0, 12)},
-		{"earlier drops count: up to a quarter goes on", seq(0, 11), []int{10}, seq(0, 9), true, false, seq(0, 9)},
+		{"earlier drops count: one more ends it", upTo(16), []int{13, 14, 15}, upTo(12), true, true, upTo(12)},
+		{"earlier drops count: up to a quarter goes on", upTo(11), []int{10}, upTo(9), true, false, upTo(9)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
