@@ -292,9 +292,11 @@ const maxDroppedPerServed = 4
 // there was one. Each Serve drops what it loses; one left with none of
 // keep ends, and so does one that would hold too many dropped buckets
 // (maxDroppedPerServed; the step starts its kept buckets again in a call
-// of their own). The calls end all at once; it returns once they have.
+// of their own). Every drop and end happens at once, and it returns once
+// the reconciles of what was dropped and the ended calls have returned.
 func (c *Coordinator) stopLosing(keep []int) bool {
 	var stop []*run
+	var waits []func()
 	changed := false
 	c.serving = slices.DeleteFunc(c.serving, func(r *run) bool {
 		now := r.served.Buckets()
@@ -303,7 +305,7 @@ func (c *Coordinator) stopLosing(keep []int) bool {
 			return false
 		}
 		changed = true
-		r.served.Drop(lost)
+		waits = append(waits, r.served.Drop(lost))
 		left := len(now) - len(lost)
 		if dropped := len(r.served.Started()) - left; left == 0 || dropped*maxDroppedPerServed > left {
 			stop = append(stop, r)
@@ -313,6 +315,9 @@ func (c *Coordinator) stopLosing(keep []int) bool {
 	})
 	for _, r := range stop {
 		r.cancel()
+	}
+	for _, wait := range waits {
+		wait()
 	}
 	for _, r := range stop {
 		<-r.done

@@ -58,14 +58,19 @@ func (s *Served) Hold() (release func()) {
 	return s.reconciles.RUnlock
 }
 
-// Drop stops serving buckets and returns once every reconcile that began
-// before it has returned: from then on nothing is written for them (a
-// reconcile that begins later sees that they are not served). One
-// goroutine drops (the Coordinator's).
-func (s *Served) Drop(buckets []int) {
+// Drop stops serving buckets at once and returns wait, which returns once
+// every reconcile that began before the drop has returned: from then on
+// nothing is written for them (a reconcile that begins later sees that
+// they are not served). Dropping and waiting are apart so that a step
+// that drops from several controllers waits for all of them together,
+// not for each in turn (a fenced write may take the webhook's whole
+// timeout). One goroutine drops (the Coordinator's).
+func (s *Served) Drop(buckets []int) (wait func()) {
 	keep := without(s.now.Load().buckets, buckets)
 	s.now.Store(&servedNow{buckets: keep, matcher: NewMatcher(keep)})
-	s.reconciles.Lock()
-	//nolint:staticcheck // an empty critical section: taking the lock is the wait
-	s.reconciles.Unlock()
+	return func() {
+		s.reconciles.Lock()
+		//nolint:staticcheck // an empty critical section: taking the lock is the wait
+		s.reconciles.Unlock()
+	}
 }

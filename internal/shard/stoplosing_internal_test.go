@@ -33,7 +33,7 @@ func TestStopLosing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			served := NewServed(tc.started)
-			served.Drop(tc.droppedBefore)
+			served.Drop(tc.droppedBefore)()
 			done := make(chan struct{})
 			ended := false
 			r := &run{served: served, done: done, cancel: func() {
@@ -66,8 +66,9 @@ func TestDropWaitsForReconciles(t *testing.T) {
 	served := NewServed([]int{3, 5})
 	release := served.Hold()
 	returned := make(chan struct{})
+	wait := served.Drop([]int{5})
 	go func() {
-		served.Drop([]int{5})
+		wait()
 		close(returned)
 	}()
 	select {
@@ -86,5 +87,44 @@ func TestDropWaitsForReconciles(t *testing.T) {
 	}
 	if got := served.Started(); !slices.Equal(got, []int{3, 5}) {
 		t.Errorf("started %v, want [3 5]: the cache still selects what it listed", got)
+	}
+}
+
+// TestStopLosingDropsEverywhereBeforeWaiting: a step that drops buckets
+// from two calls, each with a reconcile running, drops from both at once
+// and then waits for both: while the first call's reconcile still runs,
+// the second already no longer serves what it lost. Waiting for each call
+// in turn would add up the reconciles' times (a fenced write may take the
+// webhook's whole timeout).
+func TestStopLosingDropsEverywhereBeforeWaiting(t *testing.T) {
+	a, b := NewServed(upTo(8)), NewServed([]int{8, 9, 10, 11, 12, 13, 14, 15})
+	c := &Coordinator{serving: []*run{
+		{served: a, done: make(chan struct{}), cancel: func() {}},
+		{served: b, done: make(chan struct{}), cancel: func() {}},
+	}}
+	releaseA, releaseB := a.Hold(), b.Hold()
+	returned := make(chan struct{})
+	go func() {
+		c.stopLosing(without(upTo(16), []int{7, 15}))
+		close(returned)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for slices.Contains(a.Buckets(), 7) || slices.Contains(b.Buckets(), 15) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serving %v and %v while both calls' reconciles run: each call's drop waited for the one before it", a.Buckets(), b.Buckets())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-returned:
+		t.Fatal("stopLosing returned while reconciles that began before the drops run")
+	case <-time.After(100 * time.Millisecond):
+	}
+	releaseA()
+	releaseB()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stopLosing did not return once the reconciles did")
 	}
 }

@@ -180,6 +180,12 @@ func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bo
 		if err != nil {
 			return run, err
 		}
+		// What each replica's heap is made of, read with go tool pprof:
+		// the heap figures alone cannot say whether a replica holds more
+		// than its share of the Drinks or a fixed cost of its own.
+		if err := m.SaveHeapProfile(ctx, filepath.Join(dir, fmt.Sprintf("heap-replica-%d.pb.gz", i))); err != nil {
+			return run, err
+		}
 		met, err := m.Metrics(ctx)
 		if err != nil {
 			return run, err
