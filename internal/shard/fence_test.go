@@ -220,3 +220,76 @@ func TestFenceSharesReadsAcrossBuckets(t *testing.T) {
 	}
 	t.Logf("%d reviews of %d buckets: %d reads", reviews, len(buckets), r.lists.Load())
 }
+
+// heldReader answers LISTs with no Leases, holding the first until
+// release is closed: a read the API server is slow to answer.
+type heldReader struct {
+	client.Reader
+	lists   atomic.Int32
+	release chan struct{}
+}
+
+func (r *heldReader) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	if r.lists.Add(1) == 1 {
+		select {
+		case <-r.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// TestFenceReadsOverlap: a review that arrives while a slow read of the
+// Leases runs gets a read of its own that begins without waiting for the
+// slow one to end, and is answered while it still runs. Reads that wait
+// for one another made every fenced write wait for the read before its
+// own (docs/sharding.md), and one slow read held up every write behind it.
+func TestFenceReadsOverlap(t *testing.T) {
+	r := &heldReader{release: make(chan struct{})}
+	f := &shard.Fence{Reader: r, Namespace: membersNS}
+	raw, err := json.Marshal(&drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "cafe", Name: "latte", UID: "3f1e2d4c-5b6a-4978-8a1b-2c3d4e5f6a7b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func() <-chan admission.Response {
+		out := make(chan admission.Response, 1)
+		go func() {
+			out <- f.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, SubResource: "status", Namespace: "cafe", Name: "latte",
+				Resource: metav1.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "drinks"},
+				Object:   runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: raw},
+				UserInfo: authenticationv1.UserInfo{Extra: map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"pod-a"}}},
+			}})
+		}()
+		return out
+	}
+	// Within 2 s, half the fence's read timeout: a read that waited for
+	// the slow one would begin only when that one gave up.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+		}
+	}
+	first := review()
+	waitFor("the first review read no Leases", func() bool { return r.lists.Load() == 1 })
+	// Later than a read may follow the one before (fenceReadEvery).
+	time.Sleep(100 * time.Millisecond)
+	second := review()
+	waitFor("a review that arrived while a slow read ran got no read of its own until that read ended: the reads do not overlap",
+		func() bool { return r.lists.Load() == 2 })
+	select {
+	case <-second:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the second review was not answered while the first read still ran")
+	}
+	close(r.release)
+	select {
+	case <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first review was not answered once its read ended")
+	}
+}
