@@ -142,6 +142,56 @@ func TestOverlappingSharedAndFresh(t *testing.T) {
 	}
 }
 
+// TestOverlappingSpacedBySlowReads: with Overlapping, no more than
+// maxOverlapping reads run at once, so reads that take long begin further
+// apart than every and callers arriving all the time share few of them;
+// each caller still gets a read that began after it asked.
+func TestOverlappingSpacedBySlowReads(t *testing.T) {
+	const took = 200 * time.Millisecond
+	g := New[int](1000, 1000, 5*time.Second).Overlapping(time.Millisecond)
+	var mu sync.Mutex
+	var starts []time.Time
+	read := func(context.Context) (int, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		n := len(starts)
+		mu.Unlock()
+		time.Sleep(took)
+		return n, nil
+	}
+	// Callers every 5 ms for 2 s: with reads a millisecond apart, about
+	// one read each.
+	var wg sync.WaitGroup
+	stale := atomic.Int32{}
+	began := time.Now()
+	for range 400 {
+		asked := time.Now()
+		wg.Go(func() {
+			n, _ := g.Do(context.Background(), "k", read)
+			mu.Lock()
+			defer mu.Unlock()
+			if starts[n-1].Before(asked) {
+				stale.Add(1)
+			}
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
+	asking := time.Since(began)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if n := stale.Load(); n > 0 {
+		t.Errorf("%d callers got a read that began before they asked", n)
+	}
+	// With two reads at once, one begins at most every half read while
+	// callers ask (and the last after they stopped): a loaded machine
+	// makes the asking longer and the reads slower, not the bound wrong.
+	if limit := int(asking/(took/2)) + 2; len(starts) > limit {
+		t.Errorf("%d reads of %s each for 400 callers over %s, want at most %d: slow reads are not spaced by their time", len(starts), took, asking.Round(time.Millisecond), limit)
+	}
+	t.Logf("%d reads for 400 callers over %s", len(starts), asking.Round(time.Millisecond))
+}
+
 // firstThenLater asks g for key "k" once, waits until started says its
 // read runs, and then asks 50 times more, each in a goroutine of wg.
 func firstThenLater(g *Group[int], read func(context.Context) (int, error), started func() bool) (first chan int, got []int, wg *sync.WaitGroup) {

@@ -90,12 +90,15 @@ const (
 	FenceReadBurst      = 50
 	fenceReadTimeout    = 4 * time.Second
 	// fenceReadEvery spaces the reads' starts: a fenced write waits for
-	// the next read to begin (at most this long) and for that read, not
-	// for the end of the one running first. Measured at 200,000 Drinks, a
-	// read took 0.17 s on average and reads that could not overlap made
-	// each fenced write wait 0.4 s (docs/sharding.md); a review waits
-	// about 10 ms more than a read of its own, and a replica makes at most
-	// 50 reads a second however many writes, or forged reviews, arrive.
+	// the next read to begin and for that read, not for the end of the
+	// one running first. Measured at 200,000 Drinks, a read took 0.17 s on
+	// average and reads that could not overlap made each fenced write wait
+	// 0.4 s (docs/sharding.md). At most two run at once
+	// (freshread.Overlapping), so a loaded API server, whose reads are
+	// slow, gets fewer of them, each shared by more writes; an idle one
+	// answers a review within about 10 ms more than a read of its own. A
+	// replica makes at most 50 reads a second however many writes, or
+	// forged reviews, arrive.
 	fenceReadEvery = 20 * time.Millisecond
 )
 
