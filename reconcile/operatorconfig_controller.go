@@ -9,9 +9,11 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -241,17 +243,17 @@ func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	// A change of the record (a restore from an old backup, a write past
 	// its admission policy) is reconciled at once: an unusable one is then
 	// written anew from the accepted OperatorConfig within seconds, not at
-	// its next change. The cache holds the record (it carries the
-	// operator's label) by its identity only; the reconcile reads it whole.
-	record := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlreconcile.Request {
-		if o.GetNamespace() != r.Namespace || o.GetName() != opconfig.RecordName {
-			return nil
-		}
+	// its next change.
+	records, err := recordCache(mgr, r.Namespace)
+	if err != nil {
+		return err
+	}
+	singleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrlreconcile.Request {
 		return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Name: operatorv1alpha1.SingletonName}}}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&operatorv1alpha1.OperatorConfig{}).
-		Watches(&corev1.ConfigMap{}, record).
+		WatchesRawSource(source.Kind(records, client.Object(&corev1.ConfigMap{}), singleton)).
 		WithOptions(opts)
 	if r.MigrationDone != nil {
 		b = b.WatchesRawSource(source.Channel(r.MigrationDone, &handler.EnqueueRequestForObject{}))
@@ -259,3 +261,33 @@ func (r *OperatorConfigReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	return b.Complete(&instrumented{controller: "operatorconfig", newObject: func() client.Object { return &operatorv1alpha1.OperatorConfig{} },
 		reader: mgr.GetClient(), inner: r})
 }
+
+// recordCache is a cache of the record alone, by name in the operator's
+// namespace, that starts with the manager's caches on every replica. The
+// manager's cache holds every ConfigMap with the operator's label (every
+// Drink's): watching the record there made each replica that shares the
+// Drinks, where this controller runs too, hold all of them, and doubled its
+// heap (docs/sharding.md). By name it also sees a record that lost the
+// label. RBAC: list and watch of that one name (config/namespace-scope
+// grants no more).
+func recordCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", opconfig.RecordName),
+			}}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(inCacheGroup{c})
+}
+
+// inCacheGroup puts a cache in the manager's cache group: started on every
+// replica, leader or not, and synced before the controllers start.
+type inCacheGroup struct{ cache.Cache }
+
+func (c inCacheGroup) GetCache() cache.Cache { return c.Cache }

@@ -294,8 +294,10 @@ func checkNamespaceScopeRights(ctx context.Context, t *testing.T, admin client.C
 		q{"create", "", "configmaps", operatorNS, "", true},
 		q{"update", "", "configmaps", operatorNS, "myoperator-accepted-config", true},
 		q{"get", "", "configmaps", operatorNS, "myoperator-accepted-config", true},
+		q{"watch", "", "configmaps", operatorNS, "myoperator-accepted-config", true},
 		q{"get", "", "configmaps", operatorNS, "something-else", false},
 		q{"list", "", "configmaps", operatorNS, "", false},
+		q{"watch", "", "configmaps", operatorNS, "", false},
 		// The Guestbook's ConfigMap in its operand namespace.
 		q{"watch", "", "configmaps", "guestbook", "", true},
 		q{"create", "", "configmaps", "guestbook", "", true},

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -29,6 +31,7 @@ import (
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
 	"github.com/example/myoperator/internal/names"
+	"github.com/example/myoperator/internal/opconfig"
 	"github.com/example/myoperator/internal/scheme"
 	"github.com/example/myoperator/internal/shard"
 	"github.com/example/myoperator/test/framework/manifests"
@@ -222,7 +225,9 @@ func TestShardedReplicas(t *testing.T) {
 
 	// The write audit.
 	uids := drinkUIDs(ctx, t, admin)
-	res := shardaudit.Replay(readAudit(t, auditLog, began, time.Now()), operatorNS, shardNS, uids)
+	events := readAudit(t, auditLog, began, time.Now())
+	checkConfigMapReads(t, events)
+	res := shardaudit.Replay(events, operatorNS, shardNS, uids)
 	t.Logf("audit: %d writes of the replicas to Drinks' status and ConfigMaps admitted or possibly applied (%d answered with a server error or none), %d objects written by more than one replica, %d by a replica without the bucket; refused writes by pod %v (%s resumed %.1f s into the run)",
 		res.Written, res.Uncertain, res.ByTwo, len(res.Stale), res.Refused, a, resumedAt.Sub(began).Seconds())
 	for _, s := range res.Stale {
@@ -471,4 +476,43 @@ func startReplica(t *testing.T, bin, kubeconfig, pod string, args ...string) *fe
 		})
 	})
 	return r
+}
+
+// checkConfigMapReads: every list and watch of ConfigMaps a replica made in
+// the served namespace or the operator's (or across the cluster) selects
+// its buckets by the label the reconciler writes, or is the accepted-config
+// record by its name: a replica holds the ConfigMaps of its share, not
+// every Drink's. The OperatorConfig controller, which runs on every
+// replica, once watched the record through the manager's cache, which
+// holds every ConfigMap with the operator's label: each replica then held
+// all the Drinks' ConfigMaps, and its heap doubled (docs/sharding.md).
+func checkConfigMapReads(t *testing.T, events []auditv1.Event) {
+	t.Helper()
+	reads := 0
+	for _, e := range events {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" || (e.Verb != "list" && e.Verb != "watch") {
+			continue
+		}
+		if _, ok := e.User.Extra["authentication.kubernetes.io/pod-name"]; !ok {
+			continue // not a replica
+		}
+		if ns := e.ObjectRef.Namespace; ns != "" && ns != shardNS && ns != operatorNS {
+			continue // the operand namespace, the leader's Guestbook work
+		}
+		reads++
+		u, err := url.Parse(e.RequestURI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		if q.Get("fieldSelector") == "metadata.name="+opconfig.RecordName && e.ObjectRef.Namespace == operatorNS {
+			continue
+		}
+		if !strings.Contains(q.Get("labelSelector"), shard.BucketLabel) {
+			t.Errorf("%s %s ConfigMaps without its buckets' selector: %s", e.User.Extra["authentication.kubernetes.io/pod-name"], e.Verb, e.RequestURI)
+		}
+	}
+	if reads == 0 {
+		t.Error("the audit shows no list or watch of ConfigMaps by the replicas")
+	}
 }
