@@ -14,10 +14,12 @@ import (
 
 // Machine is what a run was made on, as bin/bench records it.
 type Machine struct {
-	Nproc                 int
-	MemTotal, Kernel, CPU string
-	GoVersion             string
-	KubeAPIServer, Etcd   string
+	Nproc                      int
+	MemTotal, Kernel, CPU      string
+	GoVersion                  string
+	KubeAPIServer, Etcd        string
+	ManagerGo, KubeAPIServerGo string
+	CoreSHA256MBps             float64
 }
 
 // Made is where a record of -shards, -shard-kill, -shard-scale or -outage

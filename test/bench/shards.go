@@ -29,6 +29,10 @@ type ShardRun struct {
 	// server (lists and watches), Drinks the server sent outside the
 	// replica's buckets.
 	HeapInuse, RSS, DrinkReadBytes, Unselected []float64
+	// ConfigMapReadBytes are each replica's bytes of ConfigMaps read from
+	// the API server (lists and watches): a replica that reads more than
+	// its share's holds more than its share in some cache.
+	ConfigMapReadBytes []float64 `json:",omitempty"`
 	// Steady are the API writes in the Window after convergence (Leases
 	// left out: the replicas renew their member Leases).
 	Steady      Writes
@@ -193,6 +197,7 @@ func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bo
 		run.HeapInuse = append(run.HeapInuse, mem.HeapInuse)
 		run.RSS = append(run.RSS, mem.RSS)
 		run.DrinkReadBytes = append(run.DrinkReadBytes, met.Sum("myoperator_api_read_bytes_total", func(l map[string]string) bool { return l["resource"] == "drinks" }))
+		run.ConfigMapReadBytes = append(run.ConfigMapReadBytes, met.Sum("myoperator_api_read_bytes_total", func(l map[string]string) bool { return l["resource"] == "configmaps" }))
 		run.Unselected = append(run.Unselected, met.Value("myoperator_shard_unselected_drinks_total"))
 		run.Handovers = append(run.Handovers, met.Value("myoperator_shard_handovers_total"))
 	}
@@ -202,8 +207,8 @@ func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bo
 	}
 	run.APIServerRSS = am.Value("process_resident_memory_bytes")
 	run.Restarts = reps.Restarts()
-	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, unselected %v, handovers %v, steady writes %s, kube-apiserver RSS %v MiB", cfg.N, name,
-		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), run.Unselected, run.Handovers, run.Steady, MiB([]float64{run.APIServerRSS}))
+	cfg.Logf("N=%d %s: heap in use %v MiB, Drinks read %v MiB, ConfigMaps read %v MiB, unselected %v, handovers %v, steady writes %s, kube-apiserver RSS %v MiB", cfg.N, name,
+		MiB(run.HeapInuse), MiB(run.DrinkReadBytes), MiB(run.ConfigMapReadBytes), run.Unselected, run.Handovers, run.Steady, MiB([]float64{run.APIServerRSS}))
 	return run, nil
 }
 

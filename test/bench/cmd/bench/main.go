@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -209,6 +212,12 @@ type machine struct {
 	MemTotal, Kernel, CPU string
 	GoVersion             string
 	KubeAPIServer, Etcd   string
+	// The Go releases the manager and kube-apiserver were built with, and
+	// how fast one core of the machine hashes when the bench starts:
+	// records made on other machines or builds differ by these as much
+	// as by the code, and only they tell the two apart.
+	ManagerGo, KubeAPIServerGo string  `json:",omitempty"`
+	CoreSHA256MBps             float64 `json:",omitempty"`
 }
 
 // runOutage measures the OperatorConfig outage once per size, each on a
@@ -222,7 +231,7 @@ func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, 
 		if rec.Commit, err = commitOf(ctx, cfg.Root); err != nil {
 			return err
 		}
-		if rec.Machine, err = machineOf(ctx); err != nil {
+		if rec.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
 			return err
 		}
 		if rec.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
@@ -254,7 +263,7 @@ func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, wor
 	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
 		return err
 	}
-	if head.Machine, err = machineOf(ctx); err != nil {
+	if head.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
 		return err
 	}
 	if head.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
@@ -301,7 +310,7 @@ func runShardFaults(ctx context.Context, cfg bench.Config, sizes []int, kill int
 	if commit, err = commitOf(ctx, cfg.Root); err != nil {
 		return err
 	}
-	if mach, err = machineOf(ctx); err != nil {
+	if mach, err = machineOf(ctx, cfg.Manager); err != nil {
 		return err
 	}
 	if version, err = output(ctx, cfg.Manager, "--version"); err != nil {
@@ -365,7 +374,7 @@ func commitOf(ctx context.Context, root string) (string, error) {
 	return head, nil
 }
 
-func machineOf(ctx context.Context) (machine, error) {
+func machineOf(ctx context.Context, manager string) (machine, error) {
 	var m machine
 	nproc, err := output(ctx, "nproc")
 	if err != nil {
@@ -397,7 +406,38 @@ func machineOf(ctx context.Context) (machine, error) {
 		return m, err
 	}
 	m.Etcd, _, _ = strings.Cut(etcd, "\n")
+	if m.ManagerGo, err = goVersionOf(manager); err != nil {
+		return m, err
+	}
+	if m.KubeAPIServerGo, err = goVersionOf(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return m, err
+	}
+	m.CoreSHA256MBps = coreSHA256MBps()
 	return m, nil
+}
+
+// goVersionOf is the Go release a binary was built with.
+func goVersionOf(path string) (string, error) {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the build information of %s: %w", path, err)
+	}
+	return info.GoVersion, nil
+}
+
+// coreSHA256MBps is how many MB a second one goroutine hashes with
+// SHA-256 over half a second: a figure of one core's speed, to compare
+// records of different machines by (the convergence of a run on a
+// 2-core machine follows the cores' speed).
+func coreSHA256MBps() float64 {
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	n := 0
+	for time.Since(start) < 500*time.Millisecond {
+		sha256.Sum256(buf)
+		n++
+	}
+	return math.Round(float64(n)/time.Since(start).Seconds()*float64(len(buf))/1e6*10) / 10
 }
 
 // procField is the value of the first "key: value" line of a /proc file.
