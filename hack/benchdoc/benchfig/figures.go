@@ -19,16 +19,21 @@ const (
 	ShardsFile = "shards.jsonl"
 	FaultsFile = "shard-faults.jsonl"
 	OutageFile = "config-outage.jsonl"
+	// ToolchainFile holds -shards runs of one build against another
+	// (test/bench/results/HISTORY.md), kept apart from ShardsFile so that
+	// the tables of the newest runs show the project's own builds.
+	ToolchainFile = "toolchain.jsonl"
 )
 
 // Results are the records of a results folder.
 type Results struct {
 	Dir string
 	// Runs are make bench's and make bench-full's records, by file name.
-	Runs    map[string][]bench.Record
-	Shards  []bench.ShardRecord
-	Faults  []bench.ShardFaultRecord
-	Outages []bench.OutageRecord
+	Runs      map[string][]bench.Record
+	Shards    []bench.ShardRecord
+	Toolchain []bench.ShardRecord
+	Faults    []bench.ShardFaultRecord
+	Outages   []bench.OutageRecord
 }
 
 // Load reads every results file of dir.
@@ -42,6 +47,8 @@ func Load(dir string) (*Results, error) {
 		switch name := filepath.Base(p); name {
 		case ShardsFile:
 			r.Shards, err = bench.ReadJSONLines[bench.ShardRecord](p)
+		case ToolchainFile:
+			r.Toolchain, err = bench.ReadJSONLines[bench.ShardRecord](p)
 		case FaultsFile:
 			r.Faults, err = bench.ReadJSONLines[bench.ShardFaultRecord](p)
 		case OutageFile:
