@@ -151,13 +151,13 @@ func TestOverlappingSpacedBySlowReads(t *testing.T) {
 	g := New[int](1000, 1000, 5*time.Second).Overlapping(time.Millisecond)
 	var mu sync.Mutex
 	var starts []time.Time
-	read := func(context.Context) (int, error) {
+	read := func(ctx context.Context) (int, error) {
 		mu.Lock()
 		starts = append(starts, time.Now())
 		n := len(starts)
 		mu.Unlock()
 		time.Sleep(took)
-		return n, nil
+		return n, ctx.Err()
 	}
 	// Callers every 5 ms for 2 s: with reads a millisecond apart, about
 	// one read each.
