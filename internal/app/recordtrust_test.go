@@ -39,9 +39,10 @@ import (
 //  2. with the OperatorConfig missing, a record that decodes but names the
 //     namespace default and another image: ignored, the Guestbook's
 //     operands go to the default operand namespace with the default image;
-//  3. the record stripped of the operator's label (the cache no longer
-//     holds it) and the OperatorConfig back: the record is taken over and
-//     written anew, not created again and again.
+//  3. the record stripped of the operator's label (the manager's cache,
+//     which selects that label, no longer holds it; the record's own cache
+//     and the reads of it go by name) and the OperatorConfig back: the
+//     record is taken over and written anew, not created again and again.
 func TestRecordNeverTrustedBlindly(t *testing.T) {
 	env, cfg, c := testenv.Start(t, testenv.Options{Webhooks: true})
 	ctx := context.Background()

@@ -28,10 +28,10 @@ type key[T any] struct {
 	running, queued *call[T]
 	// With Overlapping: the start of the newest read (queued, until it
 	// begins, is the one new callers join), how many have not ended, and
-	// a place held by each read running (maxOverlapping).
+	// a slot held by each read running (at most maxOverlapping).
 	last     time.Time
 	inflight int
-	running2 chan struct{}
+	slots    chan struct{}
 }
 
 // maxOverlapping is how many reads of a key run at once with Overlapping.
@@ -77,7 +77,10 @@ func (g *Group[T]) Do(ctx context.Context, name string, read func(context.Contex
 	g.mu.Lock()
 	k := g.keys[name]
 	if k == nil {
-		k = &key[T]{running2: make(chan struct{}, maxOverlapping)}
+		k = &key[T]{}
+		if g.every > 0 {
+			k.slots = make(chan struct{}, maxOverlapping)
+		}
 		g.keys[name] = k
 	}
 	var c *call[T]
@@ -130,8 +133,8 @@ func (g *Group[T]) runOverlapping(name string, k *key[T], c *call[T], start time
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	select {
-	case k.running2 <- struct{}{}:
-		defer func() { <-k.running2 }()
+	case k.slots <- struct{}{}:
+		defer func() { <-k.slots }()
 		c.err = g.limiter.Wait(ctx)
 	case <-ctx.Done():
 		c.err = ctx.Err()
