@@ -276,6 +276,13 @@ func shardRuns(r *benchfig.Results, n int) ([]shardRun, error) {
 		if s.DirectWebhooks {
 			sel += "-direct"
 		}
+		switch {
+		case slices.Equal(s.ManagerFlags, benchfig.HTTP2Flags):
+			sel += "-http2"
+		case len(s.ManagerFlags) > 0:
+			// No selector names other flags: nothing cites such a run.
+			continue
+		}
 		src := benchfig.Source{File: filepath.Join(r.Dir, benchfig.ShardsFile), First: s.Date, Last: s.Date, Runs: 1, Made: s.Made}
 		out = append(out, shardRun{s, sel + "@" + shortCommit(s.Commit), src})
 	}

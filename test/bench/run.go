@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	// the manager for this long from the start of each admission tail's
 	// timed creates (with and without the webhooks).
 	ProfileTail time.Duration
+	// ManagerFlags are appended to every manager's flags (-manager-flag):
+	// an A/B of one setting, such as --enable-http2, without a rebuild.
+	// The record's command names them.
+	ManagerFlags []string
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 	// memoryLimit is the manager container's limit in config/manager
@@ -172,6 +177,7 @@ func managerOptions(cfg Config, cp *ControlPlane, dir string, k int, leaderElect
 		Binary: cfg.Manager, Kubeconfig: cp.Kubeconfig, LogFile: filepath.Join(dir, "manager.log"),
 		MetricsPort: cfg.BasePort, ProbePort: cfg.BasePort + 1, PprofPort: cfg.BasePort + 2,
 		MaxConcurrentReconciles: k, LeaderElect: leaderElect, MemoryLimit: int64(cfg.memoryLimit),
+		ExtraArgs: slices.Clone(cfg.ManagerFlags),
 	}
 }
 

@@ -240,7 +240,7 @@ func (r *shardReplicas) launch(ctx context.Context, i int) (*Manager, error) {
 		WebhookPort: r.webhookPort(i),
 		MetricsPort: r.cfg.BasePort + 3*i, ProbePort: r.cfg.BasePort + 3*i + 1, PprofPort: r.cfg.BasePort + 3*i + 2,
 		MaxConcurrentReconciles: reconciles, LeaderElect: true, MemoryLimit: r.limit,
-		ExtraArgs: []string{"--pod-name=" + id},
+		ExtraArgs: append([]string{"--pod-name=" + id}, r.cfg.ManagerFlags...),
 	}
 	r.mu.Lock()
 	if n := r.restarted[i]; n > 0 {

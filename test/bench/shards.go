@@ -66,6 +66,9 @@ type ShardRun struct {
 	// it became one, a proxy in the bench process; records before
 	// 7fc73f0 called the first replica directly).
 	DirectWebhooks bool `json:",omitempty"`
+	// ManagerFlags were added to every replica's flags (-manager-flag):
+	// a run of a setting other than the install's.
+	ManagerFlags []string `json:",omitempty"`
 }
 
 // ShardExtras are the runs RunShards makes after the replica counts.
@@ -122,7 +125,7 @@ func RunShards(ctx context.Context, cfg Config, replicas []int, workers int, ext
 
 func runShard(ctx context.Context, cfg Config, k int, gate, fenceIdle, direct bool, workers int) (ShardRun, error) {
 	run := ShardRun{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Sharded: k > 1, FeatureGate: gate, Workers: workers, Identity: true,
-		FenceIdle: fenceIdle, DirectWebhooks: direct}
+		FenceIdle: fenceIdle, DirectWebhooks: direct, ManagerFlags: cfg.ManagerFlags}
 	name := fmt.Sprintf("shards-k%d", k)
 	if !gate {
 		name += "-nogate"

@@ -248,7 +248,7 @@ func nth(xs []float64, i int) (float64, error) {
 
 var (
 	sizeSel  = regexp.MustCompile(`^n([0-9]+)(?:to([0-9]+))?(?:@([0-9a-f]{7,40}))?$`)
-	shardSel = regexp.MustCompile(`^n([0-9]+)r([0-9]+)((?:-(?:gateoff|fenceidle|direct))*)(?:@([0-9a-f]{7,40}))?$`)
+	shardSel = regexp.MustCompile(`^n([0-9]+)r([0-9]+)((?:-(?:gateoff|fenceidle|direct|http2))*)(?:@([0-9a-f]{7,40}))?$`)
 )
 
 // Get reads the named figure (doc.go says how names are made).
@@ -455,17 +455,25 @@ func (r *Results) growth(sel, field string) ([]float64, Source, error) {
 func shardMatch(sel string) (func(bench.ShardRecord) bool, error) {
 	m := shardSel.FindStringSubmatch(sel)
 	if m == nil {
-		return nil, fmt.Errorf("selector %q is not n<N>r<replicas>[-gateoff][-fenceidle][-direct][@commit]", sel)
+		return nil, fmt.Errorf("selector %q is not n<N>r<replicas>[-gateoff][-fenceidle][-direct][-http2][@commit]", sel)
 	}
 	n, _ := strconv.Atoi(m[1])
 	replicas, _ := strconv.Atoi(m[2])
 	gateOff, idle, direct := strings.Contains(m[3], "-gateoff"), strings.Contains(m[3], "-fenceidle"), strings.Contains(m[3], "-direct")
+	var flags []string
+	if strings.Contains(m[3], "-http2") {
+		flags = HTTP2Flags
+	}
 	commit := m[4]
 	return func(s bench.ShardRecord) bool {
 		return s.N == n && s.Replicas == replicas && s.FeatureGate == !gateOff && s.FenceIdle == idle &&
-			s.DirectWebhooks == direct && strings.HasPrefix(s.Commit, commit)
+			s.DirectWebhooks == direct && slices.Equal(s.ManagerFlags, flags) && strings.HasPrefix(s.Commit, commit)
 	}, nil
 }
+
+// HTTP2Flags are the manager flags of a run a selector names with
+// -http2: the webhook server offered HTTP/2 (bin/bench -manager-flag).
+var HTTP2Flags = []string{"--enable-http2"}
 
 // Shard is the newest -shards record the selector names.
 func (r *Results) Shard(sel string) (bench.ShardRecord, Source, error) {

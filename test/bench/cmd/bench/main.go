@@ -71,6 +71,10 @@ func run() error {
 	flag.IntVar(&shardKill, "shard-kill", 0, "Measure only a SIGKILL of one of this many replicas that share the Drinks: for each N of -n, converge N Drinks, create probe Drinks at 10 a second, kill one replica, and record the takeover of its buckets, the probes' latency in its buckets and the others', and the audit log's double writes.")
 	flag.StringVar(&shardScale, "shard-scale", "", "Measure only replicas scaled through these counts (for example 1,4,2,1) while N Drinks are created: each change after an equal part of the creates; record each rebalance's time, the convergence and the audit log's double writes.")
 	flag.Int64Var(&shardMemoryLimit, "shard-memory-limit", 0, "The memory limit (bytes) every replica of -shards, -shard-kill and -shard-scale runs with (its Go soft limit, as the Deployment's limit gives it); 0 takes config/manager's.")
+	flag.Func("manager-flag", "A flag every manager the bench starts gets too (repeatable), for example --enable-http2: an A/B of one setting.", func(v string) error {
+		cfg.ManagerFlags = append(cfg.ManagerFlags, v)
+		return nil
+	})
 	flag.Parse()
 	if report != "" {
 		recs, err := readRecords(report)
