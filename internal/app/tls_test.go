@@ -17,7 +17,8 @@ import (
 
 // TestServingProtocols: the webhook and secure metrics servers of the
 // manager that app.New builds answer a client that prefers HTTP/2 in
-// HTTP/1.1 unless EnableHTTP2 (--enable-http2) is set, and refuse TLS 1.1
+// HTTP/2 when EnableHTTP2 (--enable-http2, the flag's default) is set and
+// in HTTP/1.1 when it is not (--enable-http2=false), and refuse TLS 1.1
 // even where Go's own default would accept it (GODEBUG tls10server=1, up
 // to Go 1.26), so that the minimum holds because the manager sets it.
 //
@@ -31,8 +32,8 @@ func TestServingProtocols(t *testing.T) {
 		wantALPN    string
 		wantProto   string
 	}{
-		{name: "default", enableHTTP2: false, wantALPN: "http/1.1", wantProto: "HTTP/1.1"},
 		{name: "enable-http2", enableHTTP2: true, wantALPN: "h2", wantProto: "HTTP/2.0"},
+		{name: "enable-http2=false", enableHTTP2: false, wantALPN: "http/1.1", wantProto: "HTTP/1.1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
