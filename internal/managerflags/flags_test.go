@@ -51,6 +51,21 @@ func TestOptions(t *testing.T) {
 				if o.Sharding != nil || o.WatchNamespaces != nil {
 					t.Errorf("sharding %+v, watched %v: want neither", o.Sharding, o.WatchNamespaces)
 				}
+				// Over HTTP/1.1 the API server opens a TLS connection
+				// for most webhook calls under load (internal/app's
+				// Options.EnableHTTP2 says what that cost).
+				if !o.EnableHTTP2 {
+					t.Error("HTTP/2 off by default, want on")
+				}
+			},
+		},
+		{
+			name: "HTTP/1.1 only",
+			args: []string{"--enable-http2=false"},
+			check: func(t *testing.T, o app.Options) {
+				if o.EnableHTTP2 {
+					t.Error("HTTP/2 on after --enable-http2=false")
+				}
 			},
 		},
 		{
