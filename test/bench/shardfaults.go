@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -735,6 +736,15 @@ func auditRun(ctx context.Context, cp *ControlPlane, dir string, from time.Time)
 			return a, err
 		}
 		a.add(shardaudit.Replay(events, OperatorNamespace, ns, uids))
+	}
+	if a.Stale == 0 && a.MaybeStale == 0 {
+		// Nothing in it to look into, and at 200,000 Drinks it is over
+		// a gigabyte: a few runs filled a developer's disk. The API
+		// server writes on to the unlinked file until it stops. A log
+		// with a stale write stays for its reader.
+		if err := os.Remove(AuditLog(dir)); err != nil {
+			return a, err
+		}
 	}
 	return a, nil
 }

@@ -77,7 +77,14 @@ func TestCrashAtEveryWrite(t *testing.T) {
 			refused[ids[i]] = true
 		}
 	}
-	stable := func(id string) bool { return repeated[id] && !eventSeries(id) && !refused[id] }
+	// A renewal of the leader's Lease comes on the leader elector's
+	// clock, not after a reconcile: a trial that converges sooner makes
+	// fewer (CI saw a trial end before PUT leases.coordination/... #14,
+	// the base run's last write, after the webhooks moved to HTTP/2).
+	// The first, the acquisition, is kept.
+	stable := func(id string) bool {
+		return repeated[id] && !eventSeries(id) && !refused[id] && !leaseRenewal(id)
+	}
 
 	points := crashPoints(t, ids, stable)
 	t.Logf("crash points (%d of %d, %d write kinds): %v", len(points), n, len(writeKinds(ids, stable)), points)
@@ -214,6 +221,14 @@ func eventSeries(id string) bool {
 	return kind == "PATCH events" || kind == "PATCH events.events"
 }
 
+// leaseRenewal says whether id is a Lease update after the first of its
+// Lease: a renewal, timed by the leader elector's clock.
+func leaseRenewal(id string) bool {
+	_, occurrence, _ := strings.Cut(id, " #")
+	n, err := strconv.Atoi(occurrence)
+	return writeKind(id) == "PUT leases.coordination" && err == nil && n > 1
+}
+
 // writeKinds maps the kinds of ids to the 1-based index of their first
 // write that keep accepts (nil: any).
 func writeKinds(ids []string, keep func(string) bool) map[string]int {
@@ -283,7 +298,7 @@ func crashPoints(t *testing.T, ids []string, stable func(string) bool) []int {
 		}
 		for kind := range writeKinds(ids, nil) {
 			if _, ok := writeKinds(ids, stable)[kind]; !ok {
-				t.Logf("no crash point of kind %s: none of its writes is stable (made by both fault-free runs, accepted, not an event series' patch)", kind)
+				t.Logf("no crash point of kind %s: none of its writes is stable (made by both fault-free runs, accepted, not an event series' patch nor a Lease renewal)", kind)
 			}
 		}
 		slices.Sort(points)

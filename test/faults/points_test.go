@@ -50,6 +50,26 @@ func TestEventSeries(t *testing.T) {
 	}
 }
 
+// TestLeaseRenewal: a Lease's later updates, timed by the leader
+// elector's clock, are left out of the default sample; its first, the
+// acquisition, is not.
+func TestLeaseRenewal(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"PUT leases.coordination/NS/lock #1", false},
+		{"PUT leases.coordination/NS/lock #2", true},
+		{"PUT leases.coordination/myoperator-system/myoperator.example.com #14", true},
+		{"POST leases.coordination/NS/lock #1", false},
+		{"PUT configmaps/NS/alpha #2", false},
+	} {
+		if got := leaseRenewal(tc.id); got != tc.want {
+			t.Errorf("leaseRenewal(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
+
 // TestRunPoint: a kill that does not fire is re-planned at the next write
 // of its kind, and reported as not fired (for the table to fail) when no
 // write of its kind is left; the trials' results are played by a table,
