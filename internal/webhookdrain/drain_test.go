@@ -99,6 +99,10 @@ func testDrain(t *testing.T, h2 bool) {
 		}
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, resp.Body)
+		// Else the HTTP/2 case would pass over HTTP/1.1.
+		if want := map[bool]int{false: 1, true: 2}[h2]; resp.ProtoMajor != want {
+			t.Fatalf("answered in %s, want HTTP/%d", resp.Proto, want)
+		}
 		return resp.StatusCode, reused
 	}
 	get() // the connection
