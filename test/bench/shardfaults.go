@@ -136,6 +136,10 @@ type ShardKill struct {
 	// survivors were recorded from killProfileDelay after the kill
 	// (-profile), which costs them some CPU; 0 for none.
 	Profiled float64 `json:",omitempty"`
+	// ManagerFlags were added to every replica's flags (-manager-flag):
+	// an A/B of one setting, which the figures never mix with the
+	// install's own (hack/benchdoc/benchfig).
+	ManagerFlags []string `json:",omitempty"`
 }
 
 // ShardScale is one run of N Drinks created while the replicas are scaled
@@ -498,7 +502,7 @@ func waitAssigned(ctx context.Context, c client.Client, ids []string, timeout ti
 // RunShardKill measures a SIGKILL of one of k replicas sharing cfg.N
 // converged Drinks.
 func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) (ShardKill, error) {
-	run := ShardKill{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Workers: workers, ProbeRate: 10, MemoryLimit: float64(limit)}
+	run := ShardKill{Date: time.Now().UTC().Format(time.RFC3339), N: cfg.N, Replicas: k, Workers: workers, ProbeRate: 10, MemoryLimit: float64(limit), ManagerFlags: cfg.ManagerFlags}
 	if k < 2 {
 		return run, fmt.Errorf("a kill needs at least 2 replicas, not %d", k)
 	}

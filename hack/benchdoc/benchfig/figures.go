@@ -475,6 +475,11 @@ func shardMatch(sel string) (func(bench.ShardRecord) bool, error) {
 // -http2: the webhook server offered HTTP/2 (bin/bench -manager-flag).
 var HTTP2Flags = []string{"--enable-http2"}
 
+// HTTP1Flags are the manager flags of a kill a selector names with
+// -http1: the webhook server offered HTTP/1.1 only, as it did by default
+// before HTTP/2 (internal/app/app.go).
+var HTTP1Flags = []string{"--enable-http2=false"}
+
 // Shard is the newest -shards record the selector names.
 func (r *Results) Shard(sel string) (bench.ShardRecord, Source, error) {
 	match, err := shardMatch(sel)
@@ -512,8 +517,14 @@ func (r *Results) shard(sel, field string) ([]float64, Source, error) {
 // Kill is the newest -shard-kill record at n (of the commit, when one is
 // given).
 func (r *Results) Kill(n int, commit string) (bench.ShardKill, Source, error) {
+	return r.KillWith(n, commit, nil)
+}
+
+// KillWith is the newest -shard-kill record at n whose replicas had the
+// manager flags flags (-manager-flag; nil for the install's own).
+func (r *Results) KillWith(n int, commit string, flags []string) (bench.ShardKill, Source, error) {
 	f, src, err := r.newestFault("-shard-kill", n, commit, func(f bench.ShardFaultRecord) (string, bool) {
-		if f.Kill == nil || f.Kill.N != n {
+		if f.Kill == nil || f.Kill.N != n || !slices.Equal(f.Kill.ManagerFlags, flags) {
 			return "", false
 		}
 		return f.Kill.Date, true
@@ -572,9 +583,16 @@ func (r *Results) Outage(n int, commit string) (bench.OutageRecord, Source, erro
 }
 
 func (r *Results) single(kind, sel, field string) (float64, Source, error) {
+	var flags []string
+	if kind == "kill" {
+		// n<N>-http1[@commit]: a run with the webhooks over HTTP/1.1.
+		if head, tail, ok := strings.Cut(sel, "-http1"); ok && (tail == "" || strings.HasPrefix(tail, "@")) {
+			sel, flags = head+tail, HTTP1Flags
+		}
+	}
 	m := sizeSel.FindStringSubmatch(sel)
 	if m == nil || m[2] != "" {
-		return 0, Source{}, fmt.Errorf("selector %q is not n<N>[@commit]", sel)
+		return 0, Source{}, fmt.Errorf("selector %q is not n<N>[@commit] (a kill's may say n<N>-http1)", sel)
 	}
 	n, _ := strconv.Atoi(m[1])
 	switch kind {
@@ -583,7 +601,7 @@ func (r *Results) single(kind, sel, field string) (float64, Source, error) {
 		if !ok {
 			return 0, Source{}, fmt.Errorf("no field %q of a -shard-kill run (%s)", field, fieldNames(killFields))
 		}
-		k, src, err := r.Kill(n, m[3])
+		k, src, err := r.KillWith(n, m[3], flags)
 		return f(k), src, err
 	case "rescale":
 		f, ok := rescaleFields[field]

@@ -9,7 +9,8 @@ import (
 
 // fixture has two sets of full runs at 1,000 (the newer file wins), two
 // -shards runs of one replica count (the newer wins unless a commit is
-// named) and a kill.
+// named) and two kills, the newer with the webhooks over HTTP/1.1 (a
+// -manager-flag A/B, which only a selector that names it may cite).
 func fixture() *Results {
 	run := func(date string, heapMiB, hooks, none float64) bench.Record {
 		r := bench.Record{Date: date, N: 1000, R: 1, Restart: bench.RestartResult{Reconciles: 1000}}
@@ -26,6 +27,7 @@ func fixture() *Results {
 		return s
 	}
 	kill := bench.ShardKill{Date: "2026-12-04T00:00:00Z", N: 50000, Others: bench.Latency{P99: 1.4237}}
+	http1 := bench.ShardKill{Date: "2026-12-05T00:00:00Z", N: 50000, Others: bench.Latency{P99: 0.9}, ManagerFlags: HTTP1Flags}
 	return &Results{
 		Dir: "results",
 		Runs: map[string][]bench.Record{
@@ -33,7 +35,7 @@ func fixture() *Results {
 			"new.jsonl": {run("2026-12-01T00:00:00Z", 20, 9, 5), run("2026-12-01T01:00:00Z", 21, 10, 4), run("2026-12-01T02:00:00Z", 22, 50, 3)},
 		},
 		Shards: []bench.ShardRecord{shard("2026-12-02T00:00:00Z", "aaaaaaa1", 50, 60), shard("2026-12-03T00:00:00Z", "bbbbbbb2+dirty", 55.04, 56.5)},
-		Faults: []bench.ShardFaultRecord{{Kill: &kill, Made: bench.Made{Commit: "ccccccc3"}}},
+		Faults: []bench.ShardFaultRecord{{Kill: &kill, Made: bench.Made{Commit: "ccccccc3"}}, {Kill: &http1, Made: bench.Made{Commit: "ddddddd4"}}},
 	}
 }
 
@@ -59,6 +61,10 @@ func TestGet(t *testing.T) {
 		{name: "shards.n50000r4.heapMiB.max", err: "no -shards run n50000r4"},
 		{name: "shards.n50000r2-gateoff.heapMiB.max", err: "no -shards run n50000r2-gateoff"},
 		{name: "kill.n50000.keptP99S", want: 1.4237, src: "`ccccccc`"},
+		{name: "kill.n50000-http1.keptP99S", want: 0.9, src: "`ddddddd`"},
+		{name: "kill.n50000-http1@ddddddd.keptP99S", want: 0.9},
+		{name: "kill.n50000-http1@ccccccc.keptP99S", err: "no -shard-kill run at N = 50000"},
+		{name: "kill.n50000-http3.keptP99S", err: "is not n<N>[@commit]"},
 		{name: "kill.n200000.keptP99S", err: "no -shard-kill run at N = 200000"},
 		{name: "outage.n50000.writes", err: "no -outage run at N = 50000"},
 		{name: "heap.n1000.x", err: `no kind "heap"`},
