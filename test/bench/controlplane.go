@@ -161,9 +161,21 @@ func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error 
 
 // APIMetrics scrapes the API server's /metrics as the administrator.
 func (cp *ControlPlane) APIMetrics(ctx context.Context) (Metrics, error) {
+	return cp.SaveAPIMetrics(ctx, "")
+}
+
+// SaveAPIMetrics is APIMetrics that also writes the scrape to path (none
+// when empty), to be read after the run with what the record does not
+// keep.
+func (cp *ControlPlane) SaveAPIMetrics(ctx context.Context, path string) (Metrics, error) {
 	raw, err := cp.Clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	if path != "" {
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	return ParseMetrics(string(raw))
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,6 +137,12 @@ type ShardKill struct {
 	// survivors were recorded from killProfileDelay after the kill
 	// (-profile), which costs them some CPU; 0 for none.
 	Profiled float64 `json:",omitempty"`
+	// TerminatedWatchers are the watches the API server closed on its
+	// side between just before the kill and the probes' end
+	// (apiserver_terminated_watchers_total: a watcher that fell behind
+	// its events); nil in records from before it was kept. The two
+	// scrapes are kept in the run's directory.
+	TerminatedWatchers *float64 `json:",omitempty"`
 	// ManagerFlags were added to every replica's flags (-manager-flag):
 	// an A/B of one setting, which the figures never mix with the
 	// install's own (hack/benchdoc/benchfig).
@@ -557,6 +564,10 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	probesDone := make(chan error, 1)
 	go func() { probesDone <- pw.create(probeCtx, cp.Client, run.ProbeRate) }()
 	time.Sleep(20 * time.Second)
+	// What the API server did meanwhile, for reading after the run (the
+	// record keeps the terminated watchers): a failed scrape costs the
+	// diagnosis, not the run.
+	apiBefore, errBefore := cp.SaveAPIMetrics(ctx, filepath.Join(dir, "kill-apiserver-metrics-before.txt"))
 	kill := time.Now()
 	if err := reps.kill(victim); err != nil {
 		stopProbes()
@@ -592,6 +603,13 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	}
 	if err := profiled(); err != nil {
 		cfg.Logf("N=%d kill 1 of %d: CPU profiles: %v", cfg.N, k, err)
+	}
+	apiAfter, errAfter := cp.SaveAPIMetrics(ctx, filepath.Join(dir, "kill-apiserver-metrics-after.txt"))
+	if err := errors.Join(errBefore, errAfter); err != nil {
+		cfg.Logf("N=%d kill 1 of %d: the API server's metrics: %v", cfg.N, k, err)
+	} else {
+		const terminated = "apiserver_terminated_watchers_total"
+		run.TerminatedWatchers = ptr.To(apiAfter.Sum(terminated, nil) - apiBefore.Sum(terminated, nil))
 	}
 	pw.mu.Lock()
 	run.ProbeRetries = pw.retried
@@ -632,8 +650,8 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 		return run, err
 	}
 	run.Restarts = reps.Restarts()
-	cfg.Logf("N=%d kill 1 of %d: takeover %.1fs, recovered %.1fs; probes p99 before %.2fs, others %.2fs (max %.2fs), killed range %.2fs; %d probe creates retried; restarts %v; audit %+v",
-		cfg.N, k, run.TakeoverSeconds, run.RecoverSeconds, run.Baseline.P99, run.Others.P99, run.Others.Max, run.Killed.P99, run.ProbeRetries, run.Restarts, run.Audit)
+	cfg.Logf("N=%d kill 1 of %d: takeover %.1fs, recovered %.1fs; probes p99 before %.2fs, others %.2fs (max %.2fs), killed range %.2fs; %d probe creates retried; restarts %v; audit %+v; watches the API server closed %v",
+		cfg.N, k, run.TakeoverSeconds, run.RecoverSeconds, run.Baseline.P99, run.Others.P99, run.Others.Max, run.Killed.P99, run.ProbeRetries, run.Restarts, run.Audit, ptr.Deref(run.TerminatedWatchers, -1))
 	return run, nil
 }
 
