@@ -24,9 +24,33 @@ type Served struct {
 	// now is the buckets served now and their matcher, replaced whole by
 	// Drop; read without a lock, because Matches runs inside Hold.
 	now atomic.Pointer[servedNow]
-	// reconciles holds a read lock for each running reconcile; Drop takes
-	// the write lock once to wait for them.
-	reconciles sync.RWMutex
+	// mu guards holds: the running reconciles that began since the last
+	// Drop. A Drop waits for those of the generation it ends, and a
+	// reconcile that begins meanwhile joins the next and goes on at once.
+	// A sync.RWMutex would do the wait, but a reader that comes while a
+	// writer waits blocks too: every reconcile of the call, and the
+	// replica's reconcile slots they hold, stood still until the slowest
+	// reconcile from before the drop returned (a fenced write may take the
+	// webhook's whole timeout), holding up the buckets the replica keeps.
+	mu    sync.Mutex
+	holds *holdGeneration
+}
+
+// holdGeneration counts the reconciles that began between two drops;
+// done is closed once it has ended (a Drop) and none of them runs.
+type holdGeneration struct {
+	running int
+	ended   bool
+	done    chan struct{}
+}
+
+func newHoldGeneration() *holdGeneration { return &holdGeneration{done: make(chan struct{})} }
+
+// release ends one of g's reconciles; s.mu is held.
+func (g *holdGeneration) release() {
+	if g.running--; g.running == 0 && g.ended {
+		close(g.done)
+	}
 }
 
 type servedNow struct {
@@ -36,7 +60,7 @@ type servedNow struct {
 
 // NewServed serves buckets.
 func NewServed(buckets []int) *Served {
-	s := &Served{started: slices.Clone(buckets)}
+	s := &Served{started: slices.Clone(buckets), holds: newHoldGeneration()}
 	s.now.Store(&servedNow{buckets: slices.Clone(buckets), matcher: NewMatcher(buckets)})
 	return s
 }
@@ -53,9 +77,20 @@ func (s *Served) Matches(obj runtime.Object) (bool, error) {
 }
 
 // Hold marks a reconcile as running until the returned func is called.
+// It never waits, not even for a Drop under way.
 func (s *Served) Hold() (release func()) {
-	s.reconciles.RLock()
-	return s.reconciles.RUnlock
+	s.mu.Lock()
+	g := s.holds
+	g.running++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			g.release()
+			s.mu.Unlock()
+		})
+	}
 }
 
 // Drop stops serving buckets at once and returns wait, which returns once
@@ -65,12 +100,20 @@ func (s *Served) Hold() (release func()) {
 // that drops from several controllers waits for all of them together,
 // not for each in turn (a fenced write may take the webhook's whole
 // timeout). One goroutine drops (the Coordinator's).
+//
+// The new set is stored before the generation of running reconciles
+// ends, under s.mu: a reconcile that Holds after that sees the new set in
+// Matches, so only those of the ended generation can still write for the
+// dropped buckets.
 func (s *Served) Drop(buckets []int) (wait func()) {
 	keep := without(s.now.Load().buckets, buckets)
 	s.now.Store(&servedNow{buckets: keep, matcher: NewMatcher(keep)})
-	return func() {
-		s.reconciles.Lock()
-		//nolint:staticcheck // an empty critical section: taking the lock is the wait
-		s.reconciles.Unlock()
+	s.mu.Lock()
+	g := s.holds
+	s.holds = newHoldGeneration()
+	if g.ended = true; g.running == 0 {
+		close(g.done)
 	}
+	s.mu.Unlock()
+	return func() { <-g.done }
 }

@@ -60,27 +60,33 @@ func TestStopLosing(t *testing.T) {
 }
 
 // TestDropWaitsForReconciles: Drop returns only after a reconcile that
-// began before it (inside Hold) has returned, and a reconcile that begins
-// after it no longer matches the dropped bucket.
+// began before it (inside Hold) has returned, and not after one that
+// began later; a reconcile that begins while a Drop waits goes on at once
+// and no longer matches the dropped bucket. Behind a lock that prefers the
+// writer, that reconcile waited for the ones from before the drop, and
+// every reconcile slot of the replica with it.
 func TestDropWaitsForReconciles(t *testing.T) {
 	served := NewServed([]int{3, 5})
-	release := served.Hold()
-	returned := make(chan struct{})
-	wait := served.Drop([]int{5})
-	go func() {
-		wait()
-		close(returned)
-	}()
+	releaseOld := served.Hold()
+	returned := dropAndWait(served, 5)
+	held := make(chan func())
+	go func() { held <- served.Hold() }()
+	var releaseNew func()
+	select {
+	case releaseNew = <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reconcile that began during a Drop waited for the reconciles from before it")
+	}
 	select {
 	case <-returned:
 		t.Fatal("Drop returned while a reconcile that began before it runs")
 	case <-time.After(100 * time.Millisecond):
 	}
-	release()
+	releaseOld()
 	select {
 	case <-returned:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Drop did not return once the reconcile did")
+		t.Fatal("Drop did not return once the reconcile from before it did (or waited for one that began after it)")
 	}
 	if got := served.Buckets(); !slices.Equal(got, []int{3}) {
 		t.Errorf("serves %v after dropping 5, want [3]", got)
@@ -88,6 +94,9 @@ func TestDropWaitsForReconciles(t *testing.T) {
 	if got := served.Started(); !slices.Equal(got, []int{3, 5}) {
 		t.Errorf("started %v, want [3 5]: the cache still selects what it listed", got)
 	}
+	releaseNew()
+	// The next Drop waits for nothing: every reconcile has returned.
+	served.Drop([]int{3})()
 }
 
 // TestStopLosingDropsEverywhereBeforeWaiting: a step that drops buckets
@@ -127,4 +136,16 @@ func TestStopLosingDropsEverywhereBeforeWaiting(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stopLosing did not return once the reconciles did")
 	}
+}
+
+// dropAndWait drops buckets from served and waits for the drop in the
+// background: the channel closes once the wait returned.
+func dropAndWait(served *Served, buckets ...int) <-chan struct{} {
+	returned := make(chan struct{})
+	wait := served.Drop(buckets)
+	go func() {
+		wait()
+		close(returned)
+	}()
+	return returned
 }
