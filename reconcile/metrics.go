@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -266,20 +268,52 @@ func collectDrinks(ctx context.Context, sources []*drinkSource, ch chan<- promet
 
 // count adds d's Drinks to counts and says whether it could list them.
 func (d *drinkSource) count(ctx context.Context, counts map[[2]string]int) bool {
-	drinks := &drinksv1.DrinkList{}
-	if err := d.reader.List(ctx, drinks, client.UnsafeDisableDeepCopy); err != nil {
-		return false
-	}
-	for i := range drinks.Items {
-		dr := &drinks.Items[i]
+	return d.each(ctx, func(dr *drinksv1.Drink) {
 		if d.inShare != nil && !d.inShare(dr) {
-			continue
+			return
 		}
 		v := render.AuthoredVersion(dr)
 		if v == "" {
 			v = "unknown"
 		}
 		counts[[2]string{v, readyLabel(dr.Status.Conditions, drinksv1.ConditionReady)}]++
+	})
+}
+
+// each calls fn with every Drink d's reader holds, which fn must not
+// change, and says whether it could read them. From a cache it walks the
+// informer's store: a List into a DrinkList, even without deep copies,
+// copies every Drink into one new slice (meta.SetList stores values), so
+// every scrape allocated as many bytes as the cached Drinks' structs (5.3
+// MiB a scrape for each of four replicas sharing 50,000 Drinks, in the
+// bench's heap profiles; about 85 MiB for one leader of 200,000). An
+// informer that has not synced counts as unreadable, as the List would
+// after waiting; a cache whose informers have no store (one per
+// namespace, --watch-namespaces) is listed.
+func (d *drinkSource) each(ctx context.Context, fn func(*drinksv1.Drink)) bool {
+	if infs, ok := d.reader.(cache.Informers); ok {
+		inf, err := infs.GetInformer(ctx, &drinksv1.Drink{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return false
+		}
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			if !inf.HasSynced() {
+				return false
+			}
+			for _, o := range st.GetStore().List() {
+				if dr, ok := o.(*drinksv1.Drink); ok {
+					fn(dr)
+				}
+			}
+			return true
+		}
+	}
+	drinks := &drinksv1.DrinkList{}
+	if err := d.reader.List(ctx, drinks, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	for i := range drinks.Items {
+		fn(&drinks.Items[i])
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	drinksv1 "github.com/example/myoperator/apis/drinks/v1"
@@ -226,5 +230,58 @@ func TestInventoryOfAShare(t *testing.T) {
 		if f.GetName() == "myoperator_guestbooks" {
 			t.Errorf("a share exports Guestbooks: %v", f)
 		}
+	}
+}
+
+// storeInformers is a cache whose Drink informer holds store: the
+// inventory must walk it, and never List (the embedded nil Cache would
+// panic), since a List copies every cached Drink.
+type storeInformers struct {
+	cache.Cache
+	inf storeInformer
+}
+
+func (s storeInformers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return s.inf, nil
+}
+
+type storeInformer struct {
+	cache.Informer
+	store  toolscache.Store
+	synced bool
+}
+
+func (s storeInformer) GetStore() toolscache.Store { return s.store }
+func (s storeInformer) HasSynced() bool            { return s.synced }
+
+// TestInventoryFromTheStore: from a cache, the Drinks are counted from
+// the informer's store, without a List; an informer not synced yet gives
+// no series rather than a partial count.
+func TestInventoryFromTheStore(t *testing.T) {
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	for _, name := range []string{"mine", "also-mine", "theirs"} {
+		d := &drinksv1.Drink{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{drinksv1.AuthoredVersionAnnotation: "v1"}}}
+		if err := store.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		synced bool
+		want   float64
+		series bool
+	}{
+		{name: "synced", synced: true, want: 2, series: true},
+		{name: "not synced", synced: false, series: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &inventoryCollector{}
+			c.setDrinks(&drinkSource{reader: storeInformers{inf: storeInformer{store: store, synced: tc.synced}}, versions: drinksversions.Drinks,
+				inShare: func(d *drinksv1.Drink) bool { return strings.HasSuffix(d.Name, "mine") }})
+			got, ok := drinkSeries(t, c)[[2]string{"v1", "unknown"}]
+			if ok != tc.series || got != tc.want {
+				t.Errorf("v1 Drinks of the share: %v (series %v), want %v (series %v)", got, ok, tc.want, tc.series)
+			}
+		})
 	}
 }
