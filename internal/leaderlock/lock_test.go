@@ -2,6 +2,7 @@ package leaderlock_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -74,6 +75,21 @@ func TestReleaseThenNeverWrite(t *testing.T) {
 
 	must("a creates the Lease", a.Create(ctx, record(a)))
 	check("a leads", a.Identity(), 15)
+	// The elector's events about the Lease reach the API server (through
+	// the lock's recorder and client-go's scheme).
+	a.RecordEvent("became leader")
+	testenv.Eventually(t, 10*time.Second, func() string {
+		events := &corev1.EventList{}
+		if err := c.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == name && e.Reason == "LeaderElection" && strings.Contains(e.Message, "became leader") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no LeaderElection event about Lease %s/%s among %d events", ns, name, len(events.Items))
+	})
 	if _, _, err := b.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
