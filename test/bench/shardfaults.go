@@ -143,6 +143,10 @@ type ShardKill struct {
 	// its events); nil in records from before it was kept. The two
 	// scrapes are kept in the run's directory.
 	TerminatedWatchers *float64 `json:",omitempty"`
+	// API is what the API server did between the same two scrapes, by
+	// kind of request, webhook, priority level and resource (APIWindow);
+	// nil in records from before it was kept.
+	API *APIWindow `json:",omitempty"`
 	// ManagerFlags were added to every replica's flags (-manager-flag):
 	// an A/B of one setting, which the figures never mix with the
 	// install's own (hack/benchdoc/benchfig).
@@ -610,6 +614,9 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 	} else {
 		const terminated = "apiserver_terminated_watchers_total"
 		run.TerminatedWatchers = ptr.To(apiAfter.Sum(terminated, nil) - apiBefore.Sum(terminated, nil))
+		run.API = ptr.To(apiWindow(apiBefore, apiAfter))
+		cfg.Logf("N=%d kill 1 of %d: the API server in the window: %.1f s of CPU (%.1f s in its collector); requests %+v; webhooks %+v; queues %+v; consistent reads %+v; event delivery %+v",
+			cfg.N, k, run.API.CPUSeconds, run.API.GCCPUSeconds, run.API.Requests, run.API.Webhooks, run.API.QueueWaits, run.API.CacheReadWaits, run.API.EventDelivery)
 	}
 	pw.mu.Lock()
 	run.ProbeRetries = pw.retried
