@@ -49,9 +49,10 @@ type Coordinator struct {
 	// than k. A bucket given up later is dropped from its call's Served
 	// (Served.Drop), and the call goes on for the rest: the buckets kept
 	// go on without a pause and are not listed again, unless their call
-	// would then hold dropped buckets (whose Drinks its cache keeps until
-	// it ends) more than a quarter of those it serves: it is restarted to
-	// shed them (maxDroppedPerServed).
+	// would then hold dropped buckets (whose Drinks and ConfigMaps its
+	// cache goes on receiving until it ends, keeping only their names:
+	// Served.IdentityOfDropped) more than a quarter of those it serves: it
+	// is restarted to shed them (maxDroppedPerServed).
 	Serve func(ctx context.Context, served *Served) error
 	Log   logr.Logger
 	// OnHeld, when set, is told all the buckets served after every change.

@@ -198,11 +198,11 @@ func listInTurn(ctx context.Context, lim bucketLimits, list func() bool) (ran, s
 	return true, list()
 }
 
-// serveBuckets runs r's controller over one cache of the Drinks and
-// ConfigMaps of served's buckets until ctx ends, and returns when its last
-// reconcile did. Its cache starts listing only in its turn (listInTurn);
-// its reconciles run only while they hold one of lim.slots.
-func serveBuckets(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler, lim bucketLimits, served *Served, unselected func()) error {
+// shareCacheOptions are the options of the cache of served's buckets: their
+// Drinks, by the API server's shard selector, and their ConfigMaps, by the
+// bucket label, each through its trim, and reduced to their names once
+// served drops their bucket.
+func shareCacheOptions(o Options, served *Served, unselected func()) (cache.Options, error) {
 	buckets := served.Started()
 	values := make([]string, len(buckets))
 	for i, b := range buckets {
@@ -210,19 +210,18 @@ func serveBuckets(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler
 	}
 	inBuckets, err := labels.NewRequirement(BucketLabel, selection.In, values)
 	if err != nil {
-		return err
+		return cache.Options{}, err
 	}
 	managed, _ := o.ConfigMaps.Requirements()
 	selector := Selector(buckets)
 	matcher := NewMatcher(buckets)
-	share, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	return cache.Options{
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		DefaultNamespaces: o.Namespaces,
 		ByObject: map[client.Object]cache.ByObject{
 			// The buckets' ConfigMaps, by the label the reconciler writes.
-			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBuckets), Transform: o.TrimConfigMap},
-			&drinksv1.Drink{}:   {Transform: o.TrimDrink},
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(managed...).Add(*inBuckets), Transform: served.IdentityOfDropped(o.TrimConfigMap)},
+			&drinksv1.Drink{}:   {Transform: served.IdentityOfDropped(o.TrimDrink)},
 		},
 		// The buckets' Drinks, by the API server's shard selector, which
 		// controller-runtime has no option for.
@@ -232,7 +231,21 @@ func serveBuckets(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler
 			}
 			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 		},
-	})
+	}, nil
+}
+
+// serveBuckets runs r's controller over one cache of the Drinks and
+// ConfigMaps of served's buckets until ctx ends, and returns when its last
+// reconcile did. Its cache starts listing only in its turn (listInTurn);
+// its reconciles run only while they hold one of lim.slots.
+func serveBuckets(ctx context.Context, mgr ctrl.Manager, o Options, r Reconciler, lim bucketLimits, served *Served, unselected func()) error {
+	buckets := served.Started()
+	opts, err := shareCacheOptions(o, served, unselected)
+	if err != nil {
+		return err
+	}
+	opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	share, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return err
 	}
