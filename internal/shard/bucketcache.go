@@ -92,6 +92,33 @@ func withShardSelector(lw toolscache.ListerWatcher, selector string, m Matcher, 
 	}
 }
 
+// listThenWatch is a ListerWatcher whose reflector lists and then watches
+// from the list's resourceVersion, rather than asking for a watch that
+// streams the current objects first (client-go's WatchListClient, on by
+// default): the reflector takes IsWatchListSemanticsUnSupported's word.
+//
+// Why, for a share's cache: the API server gives a watch a buffer of at
+// most 100 events (for a kind without a watch cache index), and while it
+// streams the watch's first objects it takes none from it. A takeover at
+// 200,000 Drinks streams for 10 s and more while the Drinks still change;
+// the buffer filled, the API server closed the watch, and the reflector
+// started again with a LIST: in the eighth 200,000 kill (commit 07d2e7b),
+// 9 watches closed in the window and the API server went through its
+// 200,000 Drinks 5 times, and as often through its ConfigMaps, where the
+// three survivors needed 3 (the record's API window,
+// test/bench/results/HISTORY.md). A LIST has no such
+// buffer, and the watch after it starts with nothing to send.
+type listThenWatch struct{ *toolscache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells the reflector to list.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// listThenWatchOf is lw as a listThenWatch.
+func listThenWatchOf(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	inner := toolscache.ToListerWatcherWithContext(lw)
+	return listThenWatch{&toolscache.ListWatch{ListWithContextFunc: inner.ListWithContext, WatchFuncWithContext: inner.WatchWithContext}}
+}
+
 // unselectedCounter counts each Drink the API server sent outside the
 // bucket a cache asked for: the server ignored the selector. It says so
 // once per manager in the log, and for every such Drink in a metric,

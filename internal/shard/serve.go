@@ -226,12 +226,19 @@ func shareCacheOptions(o Options, served *Served, unselected func()) (cache.Opti
 		// The buckets' Drinks, by the API server's shard selector, which
 		// controller-runtime has no option for.
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			if _, ok := obj.(*drinksv1.Drink); ok {
-				lw = withShardSelector(lw, selector, matcher, unselected)
-			}
-			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+			return toolscache.NewSharedIndexInformer(shareListerWatcher(lw, obj, selector, matcher, unselected), obj, resync, idx)
 		},
 	}, nil
+}
+
+// shareListerWatcher is how a share's cache lists and watches obj's kind:
+// the Drinks by the shard selector (withShardSelector), and both kinds by a
+// LIST and then a watch from its resourceVersion (listThenWatch).
+func shareListerWatcher(lw toolscache.ListerWatcher, obj runtime.Object, selector string, m Matcher, unselected func()) toolscache.ListerWatcher {
+	if _, ok := obj.(*drinksv1.Drink); ok {
+		lw = withShardSelector(lw, selector, m, unselected)
+	}
+	return listThenWatchOf(lw)
 }
 
 // serveBuckets runs r's controller over one cache of the Drinks and
