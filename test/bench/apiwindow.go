@@ -35,6 +35,12 @@ type APIWindow struct {
 	// EventDelivery is each resource's watch events from etcd to the
 	// watchers ("total" stage of the dispatch).
 	EventDelivery []Timed `json:",omitempty"`
+	// Conversions are the conversion webhook's calls by "from to"
+	// version, and StorageLists the LISTs from etcd by resource (the
+	// watch caches' consistency checks among them), which for a version
+	// other than the one stored convert every object they read.
+	Conversions  []Timed `json:",omitempty"`
+	StorageLists []Timed `json:",omitempty"`
 	// InitEvents are the events new watches were sent to start, and
 	// TerminatedWatchers the watches the API server closed because they
 	// fell behind, both by resource.
@@ -84,6 +90,12 @@ func apiWindow(before, after Metrics) APIWindow {
 			if l["stage"] != "total" {
 				return ""
 			}
+			return l["resource"]
+		}),
+		Conversions: timedBy(before, after, "apiserver_crd_conversion_webhook_duration_seconds", func(l map[string]string) string {
+			return l["crd_name"] + " " + l["from_version"] + " " + l["to_version"]
+		}),
+		StorageLists: timedBy(before, after, "apiserver_storage_list_duration_seconds", func(l map[string]string) string {
 			return l["resource"]
 		}),
 		InitEvents:         countedBy(before, after, "apiserver_init_events_total", "resource"),

@@ -1,75 +1,65 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
-// Two scrapes of an API server 10 requests apart: what a kill's record
+// histogram is one histogram series in the text format: its buckets
+// (le=count pairs, cumulative), the +Inf bucket, its sum and its count.
+func histogram(name, labels string, count, sum float64, buckets ...float64) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(buckets); i += 2 {
+		fmt.Fprintf(&b, "%s_bucket{%s,le=\"%g\"} %g\n", name, labels, buckets[i], buckets[i+1])
+	}
+	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} %g\n%s_sum{%s} %g\n%s_count{%s} %g\n", name, labels, count, name, labels, sum, name, labels, count)
+	return b.String()
+}
+
+const (
+	requests    = "apiserver_request_duration_seconds"
+	webhooks    = "apiserver_admission_webhook_admission_duration_seconds"
+	queueWaits  = "apiserver_flowcontrol_request_wait_duration_seconds"
+	delivery    = "apiserver_watch_events_dispatch_duration_seconds"
+	lists       = "apiserver_storage_list_duration_seconds"
+	conversions = "apiserver_crd_conversion_webhook_duration_seconds"
+	cmCreates   = `resource="configmaps",subresource="",verb="POST"`
+	statusPuts  = `resource="drinks",subresource="status",verb="PUT"`
+	drinkLists  = `group="example.com",resource="drinks",streamed="false"`
+)
+
+// Two scrapes of an API server some requests apart: what a kill's record
 // keeps of them.
-const windowBefore = `process_cpu_seconds_total 100
+var windowBefore = `process_cpu_seconds_total 100
 go_cpu_classes_gc_total_cpu_seconds_total 20
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="0.1"} 10
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="1"} 10
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="+Inf"} 10
-apiserver_request_duration_seconds_sum{resource="configmaps",subresource="",verb="POST"} 0.5
-apiserver_request_duration_seconds_count{resource="configmaps",subresource="",verb="POST"} 10
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="0.1"} 5
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="1"} 5
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="+Inf"} 5
-apiserver_request_duration_seconds_sum{resource="drinks",subresource="status",verb="PUT"} 0.2
-apiserver_request_duration_seconds_count{resource="drinks",subresource="status",verb="PUT"} 5
 apiserver_terminated_watchers_total{group="example.com",resource="drinks"} 1
 apiserver_init_events_total{group="example.com",resource="drinks"} 1000
-`
+` + histogram(requests, cmCreates, 10, 0.5, 0.1, 10, 1, 10) +
+	histogram(requests, statusPuts, 5, 0.2, 0.1, 5) +
+	histogram(lists, drinkLists, 5, 100)
 
-const windowAfter = `process_cpu_seconds_total 130.5
+var windowAfter = `process_cpu_seconds_total 130.5
 go_cpu_classes_gc_total_cpu_seconds_total 28
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="0.1"} 12
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="1"} 20
-apiserver_request_duration_seconds_bucket{resource="configmaps",subresource="",verb="POST",le="+Inf"} 20
-apiserver_request_duration_seconds_sum{resource="configmaps",subresource="",verb="POST"} 6.5
-apiserver_request_duration_seconds_count{resource="configmaps",subresource="",verb="POST"} 20
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="0.1"} 5
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="1"} 5
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="status",verb="PUT",le="+Inf"} 5
-apiserver_request_duration_seconds_sum{resource="drinks",subresource="status",verb="PUT"} 0.2
-apiserver_request_duration_seconds_count{resource="drinks",subresource="status",verb="PUT"} 5
-apiserver_request_duration_seconds_bucket{resource="leases",subresource="",verb="LIST",le="0.1"} 0
-apiserver_request_duration_seconds_bucket{resource="leases",subresource="",verb="LIST",le="1"} 3
-apiserver_request_duration_seconds_bucket{resource="leases",subresource="",verb="LIST",le="+Inf"} 4
-apiserver_request_duration_seconds_sum{resource="leases",subresource="",verb="LIST"} 4
-apiserver_request_duration_seconds_count{resource="leases",subresource="",verb="LIST"} 4
-apiserver_request_duration_seconds_bucket{resource="drinks",subresource="",verb="WATCH",le="+Inf"} 9
-apiserver_request_duration_seconds_sum{resource="drinks",subresource="",verb="WATCH"} 900
-apiserver_request_duration_seconds_count{resource="drinks",subresource="",verb="WATCH"} 9
-apiserver_request_duration_seconds_bucket{resource="pods",subresource="",verb="GET",le="+Inf"} 9
-apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="GET"} 9
-apiserver_request_duration_seconds_count{resource="pods",subresource="",verb="GET"} 9
-apiserver_admission_webhook_admission_duration_seconds_bucket{name="fence.example.com",operation="CREATE",rejected="false",type="validating",le="+Inf"} 8
-apiserver_admission_webhook_admission_duration_seconds_sum{name="fence.example.com",operation="CREATE",rejected="false",type="validating"} 2
-apiserver_admission_webhook_admission_duration_seconds_count{name="fence.example.com",operation="CREATE",rejected="false",type="validating"} 8
-apiserver_admission_webhook_admission_duration_seconds_bucket{name="fence.example.com",operation="CREATE",rejected="true",type="validating",le="+Inf"} 2
-apiserver_admission_webhook_admission_duration_seconds_sum{name="fence.example.com",operation="CREATE",rejected="true",type="validating"} 8
-apiserver_admission_webhook_admission_duration_seconds_count{name="fence.example.com",operation="CREATE",rejected="true",type="validating"} 2
-apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="service-accounts",priority_level="workload-low",le="+Inf"} 4
-apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="service-accounts",priority_level="workload-low"} 1
-apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="service-accounts",priority_level="workload-low"} 4
-apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="false",flow_schema="service-accounts",priority_level="workload-low",le="+Inf"} 3
-apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="false",flow_schema="service-accounts",priority_level="workload-low"} 30
-apiserver_flowcontrol_request_wait_duration_seconds_count{execute="false",flow_schema="service-accounts",priority_level="workload-low"} 3
-apiserver_watch_events_dispatch_duration_seconds_bucket{group="example.com",resource="drinks",stage="total",le="+Inf"} 10
-apiserver_watch_events_dispatch_duration_seconds_sum{group="example.com",resource="drinks",stage="total"} 5
-apiserver_watch_events_dispatch_duration_seconds_count{group="example.com",resource="drinks",stage="total"} 10
-apiserver_watch_events_dispatch_duration_seconds_bucket{group="example.com",resource="drinks",stage="filter",le="+Inf"} 10
-apiserver_watch_events_dispatch_duration_seconds_sum{group="example.com",resource="drinks",stage="filter"} 1
-apiserver_watch_events_dispatch_duration_seconds_count{group="example.com",resource="drinks",stage="filter"} 10
 apiserver_terminated_watchers_total{group="example.com",resource="drinks"} 3
 apiserver_terminated_watchers_total{group="",resource="configmaps"} 0
 apiserver_init_events_total{group="example.com",resource="drinks"} 51000
 apiserver_init_events_total{group="",resource="configmaps"} 50000
-`
+` + histogram(requests, cmCreates, 20, 6.5, 0.1, 12, 1, 20) +
+	histogram(requests, statusPuts, 5, 0.2, 0.1, 5) +
+	histogram(requests, `resource="leases",subresource="",verb="LIST"`, 4, 4, 0.1, 0, 1, 3) +
+	histogram(requests, `resource="drinks",subresource="",verb="WATCH"`, 9, 900) +
+	histogram(requests, `resource="pods",subresource="",verb="GET"`, 9, 9) +
+	histogram(webhooks, `name="fence.example.com",operation="CREATE",rejected="false",type="validating"`, 8, 2) +
+	histogram(webhooks, `name="fence.example.com",operation="CREATE",rejected="true",type="validating"`, 2, 8) +
+	histogram(queueWaits, `execute="true",flow_schema="service-accounts",priority_level="workload-low"`, 4, 1) +
+	histogram(queueWaits, `execute="false",flow_schema="service-accounts",priority_level="workload-low"`, 3, 30) +
+	histogram(delivery, `group="example.com",resource="drinks",stage="total"`, 10, 5) +
+	histogram(delivery, `group="example.com",resource="drinks",stage="filter"`, 10, 1) +
+	histogram(lists, drinkLists, 8, 160) +
+	histogram(conversions, `crd_name="drinks.example.com",from_version="v1",succeeded="true",to_version="v1alpha1"`, 40, 0.4)
 
 func TestAPIWindow(t *testing.T) {
 	before, err := ParseMetrics(windowBefore)
@@ -100,6 +90,8 @@ func TestAPIWindow(t *testing.T) {
 		{"queue waits of executed requests only", w.QueueWaits, []Timed{{Key: "workload-low", Count: 4, MeanSeconds: 0.25, P99Seconds: 0}}},
 		{"event delivery, total stage only", w.EventDelivery, []Timed{{Key: "drinks", Count: 10, MeanSeconds: 0.5, P99Seconds: 0}}},
 		{"no consistent read", w.CacheReadWaits, []Timed(nil)},
+		{"storage lists", w.StorageLists, []Timed{{Key: "drinks", Count: 3, MeanSeconds: 20, P99Seconds: 0}}},
+		{"conversions, new series", w.Conversions, []Timed{{Key: "drinks.example.com v1 v1alpha1", Count: 40, MeanSeconds: 0.01, P99Seconds: 0}}},
 		{"init events", w.InitEvents, map[string]float64{"drinks": 50000, "configmaps": 50000}},
 		{"terminated, the resources that moved", w.TerminatedWatchers, map[string]float64{"drinks": 2}},
 	} {

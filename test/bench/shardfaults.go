@@ -615,8 +615,9 @@ func RunShardKill(ctx context.Context, cfg Config, k, workers int, limit int64) 
 		const terminated = "apiserver_terminated_watchers_total"
 		run.TerminatedWatchers = ptr.To(apiAfter.Sum(terminated, nil) - apiBefore.Sum(terminated, nil))
 		run.API = ptr.To(apiWindow(apiBefore, apiAfter))
-		cfg.Logf("N=%d kill 1 of %d: the API server in the window: %.1f s of CPU (%.1f s in its collector); requests %+v; webhooks %+v; queues %+v; consistent reads %+v; event delivery %+v",
-			cfg.N, k, run.API.CPUSeconds, run.API.GCCPUSeconds, run.API.Requests, run.API.Webhooks, run.API.QueueWaits, run.API.CacheReadWaits, run.API.EventDelivery)
+		cfg.Logf("N=%d kill 1 of %d: the API server in the window: %.1f s of CPU (%.1f s in its collector); requests %+v; webhooks %+v; queues %+v; consistent reads %+v; event delivery %+v; conversions %+v; lists from etcd %+v",
+			cfg.N, k, run.API.CPUSeconds, run.API.GCCPUSeconds, run.API.Requests, run.API.Webhooks, run.API.QueueWaits, run.API.CacheReadWaits, run.API.EventDelivery,
+			run.API.Conversions, run.API.StorageLists)
 	}
 	pw.mu.Lock()
 	run.ProbeRetries = pw.retried
