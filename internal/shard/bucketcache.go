@@ -100,14 +100,14 @@ func withShardSelector(lw toolscache.ListerWatcher, selector string, m Matcher, 
 // Why, for a share's cache: the API server gives a watch a buffer of at
 // most 100 events (for a kind without a watch cache index), and while it
 // streams the watch's first objects it takes none from it. A takeover at
-// 200,000 Drinks streams for 10 s and more while the Drinks still change;
-// the buffer filled, the API server closed the watch, and the reflector
-// started again with a LIST: in the eighth 200,000 kill (commit 07d2e7b),
-// 9 watches closed in the window and the API server went through its
-// 200,000 Drinks 5 times, and as often through its ConfigMaps, where the
-// three survivors needed 3 (the record's API window,
-// test/bench/results/HISTORY.md). A LIST has no such
-// buffer, and the watch after it starts with nothing to send.
+// 200,000 Drinks streams for 5 to 15 s while the Drinks still change; the
+// buffer filled, the API server closed the watch, and the reflector
+// started again with a LIST. In the eighth 200,000 kill (commit 07d2e7b)
+// 9 watches were closed in the window, and the API server went through
+// its 200,000 Drinks 5 times, and as often through its ConfigMaps, where
+// the three survivors needed 3 (the record's API window,
+// test/bench/results/HISTORY.md). A LIST has no such buffer, and the
+// watch after it starts with nothing to send.
 type listThenWatch struct{ *toolscache.ListWatch }
 
 // IsWatchListSemanticsUnSupported tells the reflector to list.
