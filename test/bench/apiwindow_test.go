@@ -59,6 +59,8 @@ apiserver_init_events_total{group="",resource="configmaps"} 50000
 	histogram(delivery, `group="example.com",resource="drinks",stage="total"`, 10, 5) +
 	histogram(delivery, `group="example.com",resource="drinks",stage="filter"`, 10, 1) +
 	histogram(lists, drinkLists, 8, 160) +
+	histogram("apiserver_watch_cache_read_wait_seconds", `group="coordination.k8s.io",resource="leases"`, 2, 0.1) +
+	histogram("apiserver_watch_cache_read_wait_seconds", `group="",resource="pods"`, 1, 1) +
 	histogram(conversions, `crd_name="drinks.example.com",from_version="v1",succeeded="true",to_version="v1alpha1"`, 40, 0.4)
 
 func TestAPIWindow(t *testing.T) {
@@ -89,7 +91,7 @@ func TestAPIWindow(t *testing.T) {
 		{"webhooks", w.Webhooks, []Timed{{Key: "fence.example.com CREATE", Count: 10, MeanSeconds: 1, P99Seconds: 0}}},
 		{"queue waits of executed requests only", w.QueueWaits, []Timed{{Key: "workload-low", Count: 4, MeanSeconds: 0.25, P99Seconds: 0}}},
 		{"event delivery, total stage only", w.EventDelivery, []Timed{{Key: "drinks", Count: 10, MeanSeconds: 0.5, P99Seconds: 0}}},
-		{"no consistent read", w.CacheReadWaits, []Timed(nil)},
+		{"consistent reads of the operator's kinds only", w.CacheReadWaits, []Timed{{Key: "leases", Count: 2, MeanSeconds: 0.05, P99Seconds: 0}}},
 		{"storage lists", w.StorageLists, []Timed{{Key: "drinks", Count: 3, MeanSeconds: 20, P99Seconds: 0}}},
 		{"conversions, new series", w.Conversions, []Timed{{Key: "drinks.example.com v1 v1alpha1", Count: 40, MeanSeconds: 0.01, P99Seconds: 0}}},
 		{"init events", w.InitEvents, map[string]float64{"drinks": 50000, "configmaps": 50000}},
