@@ -38,8 +38,11 @@ type Coordinator struct {
 	Namespace string
 	// Identity is this replica's name (its pod's), the holder it writes.
 	Identity string
-	// Duration and Renew time the member Leases (Members); Renew is also
-	// how often the buckets are looked at.
+	// Duration and Renew time the member Leases (Members). The buckets
+	// are looked at after every change of the members, and every Renew;
+	// every lookPeriod while this replica does not yet serve all it
+	// should (a bucket it is to take from a survivor is free once that
+	// one has let it go, which only a look sees).
 	Duration, Renew time.Duration
 	// Serve serves the buckets of served until ctx ends, and returns only
 	// when nothing more is written for them. The buckets taken in one step
@@ -94,8 +97,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		stopMembers()
 		<-membersDone
 	}()
-	tick := time.NewTicker(c.Renew)
-	defer tick.Stop()
+	next := time.NewTimer(c.Renew)
+	defer next.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,11 +112,17 @@ func (c *Coordinator) Start(ctx context.Context) error {
 			c.stopServing()
 			return membersErr
 		case <-c.changed:
-		case <-tick.C:
+		case <-next.C:
 		}
-		if err := c.step(ctx); err != nil && ctx.Err() == nil {
+		settled, err := c.step(ctx)
+		if err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "shard handover step failed; retrying", "serving", c.current())
 		}
+		wait := c.Renew
+		if !settled || err != nil {
+			wait = lookEvery(c.Renew)
+		}
+		next.Reset(wait)
 	}
 }
 
@@ -130,26 +139,27 @@ func (c *Coordinator) setMembers(ms []string) {
 
 // step moves toward the assignment: it stops serving what it lost or must
 // give up, releases what it must give up, takes what is free or whose
-// holder is gone, and serves what it holds.
-func (c *Coordinator) step(ctx context.Context) error {
+// holder is gone, and serves what it holds. settled says that this
+// replica serves exactly its part of the assignment.
+func (c *Coordinator) step(ctx context.Context) (settled bool, err error) {
 	c.mu.Lock()
 	started := c.members != nil
 	c.mu.Unlock()
 	if !started {
-		return nil // this replica's member Lease is not written yet
+		return false, nil // this replica's member Lease is not written yet
 	}
 	leases, err := c.bucketLeases(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// The members read after the bucket Leases (Members.Live): a holder
 	// missing from this read is gone, not merely new.
 	members, err := c.m.Live(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !slices.Contains(members, c.Identity) {
-		return nil
+		return false, nil
 	}
 	want := Assign(members)[c.Identity]
 	// What the API server says this replica holds: a bucket taken over
@@ -207,10 +217,12 @@ func (c *Coordinator) step(ctx context.Context) error {
 		c.startServing(ctx, add)
 		changed = true
 	}
+	serving := c.current()
 	if changed && c.OnHeld != nil {
-		c.OnHeld(c.current())
+		c.OnHeld(serving)
 	}
-	return errors.Join(errs...)
+	want = slices.Sorted(slices.Values(want))
+	return slices.Equal(serving, want), errors.Join(errs...)
 }
 
 // take writes this replica as bucket b's holder: a create, or an update

@@ -173,12 +173,7 @@ func waitShares(t *testing.T, s *serving, members ...string) {
 // A crashed replica (its Leases left behind) loses its buckets only once
 // its member Lease is stale.
 func TestCoordinatorHandsOver(t *testing.T) {
-	_, _, c := testenv.Start(t, testenv.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNS}}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, c := membersEnv(t)
 	s := &serving{}
 	type replica struct {
 		stop context.CancelFunc
@@ -262,6 +257,35 @@ func TestCoordinatorHandsOver(t *testing.T) {
 	for _, o := range s.overlap {
 		t.Error(o)
 	}
+}
+
+// TestCoordinatorLooksBetweenRenewals: with a renewal period far longer
+// than the test, a joining replica still gets its share, because the
+// replicas read the member Leases every second (the first sees the second
+// and releases half its buckets) and the joiner, not yet serving its
+// share, looks at the buckets every second until it takes them. Looking
+// only at each renewal, the joiner would wait a minute.
+func TestCoordinatorLooksBetweenRenewals(t *testing.T) {
+	ctx, cancel, c := membersEnv(t)
+	s := &serving{}
+	start := func(id string) {
+		co := &shard.Coordinator{Client: c, Namespace: membersNS, Identity: id, Duration: 3 * time.Minute, Renew: time.Minute,
+			Serve: s.serve(id), Log: logr.Discard()}
+		done := make(chan error, 1)
+		go func() { done <- co.Start(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	start("replica-a")
+	waitShares(t, s, "replica-a")
+	joined := time.Now()
+	start("replica-b")
+	waitShares(t, s, "replica-a", "replica-b")
+	t.Logf("replica-b served its share %.1f s after it started", time.Since(joined).Seconds())
 }
 
 // TestBucketOfIsTheServersHash: BucketOf puts a UID in the bucket whose

@@ -63,9 +63,9 @@ func (v *views) hadEver(member, other string) bool {
 }
 
 // waitView waits until every one of members reports want.
-func waitView(t *testing.T, v *views, timeout time.Duration, want []string, members ...string) {
+func waitView(t *testing.T, v *views, want []string, members ...string) {
 	t.Helper()
-	testenv.Eventually(t, timeout, func() string {
+	testenv.Eventually(t, 20*time.Second, func() string {
 		for _, m := range members {
 			if got := v.of(m); !slices.Equal(got, want) {
 				return m + " reports " + strings.Join(got, ",") + ", want " + strings.Join(want, ",")
@@ -75,18 +75,26 @@ func waitView(t *testing.T, v *views, timeout time.Duration, want []string, memb
 	})
 }
 
+// membersEnv starts an API server with the operator's namespace, and a
+// context that ends with the test (or at cancel).
+func membersEnv(t *testing.T) (context.Context, context.CancelFunc, client.Client) {
+	t.Helper()
+	_, _, c := testenv.Start(t, testenv.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNS}}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cancel, c
+}
+
 // TestMembers: three replicas see each other; one that stops is dropped
 // at once by the others, long before its Lease's duration, because it
 // deletes its Lease; a Lease that is never renewed (a replica that died)
 // counts for its duration and is then dropped, while the renewing members
 // are never dropped.
 func TestMembers(t *testing.T) {
-	_, _, c := testenv.Start(t, testenv.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNS}}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, c := membersEnv(t)
 	v := &views{last: map[string][]string{}, had: map[string]map[string]bool{}}
 	start := func(id string, duration time.Duration) (context.CancelFunc, chan error) {
 		mctx, stop := context.WithCancel(ctx)
@@ -102,13 +110,13 @@ func TestMembers(t *testing.T) {
 	_, _ = start("replica-b", long)
 	stopC, doneC := start("replica-c", long)
 	all := []string{"replica-a", "replica-b", "replica-c"}
-	waitView(t, v, 20*time.Second, all, all...)
+	waitView(t, v, all, all...)
 
 	stopC()
 	if err := <-doneC; err != nil {
 		t.Fatal(err)
 	}
-	waitView(t, v, 20*time.Second, []string{"replica-a", "replica-b"}, "replica-a", "replica-b")
+	waitView(t, v, []string{"replica-a", "replica-b"}, "replica-a", "replica-b")
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: membersNS, Name: shard.LeaseName("replica-c")}, lease); err == nil {
 		t.Errorf("replica-c stopped and its Lease is still there")
@@ -132,7 +140,7 @@ func TestMembers(t *testing.T) {
 		}
 		return ""
 	})
-	waitView(t, v, 20*time.Second, []string{"replica-a", "replica-b", "replica-d"}, "replica-d")
+	waitView(t, v, []string{"replica-a", "replica-b", "replica-d"}, "replica-d")
 
 	// A Lease that names another holder, or whose name is not its
 	// holder's, is no member.
@@ -150,6 +158,32 @@ func TestMembers(t *testing.T) {
 	defer v.mu.Unlock()
 	if len(v.dropped) > 0 {
 		t.Errorf("renewing members were dropped: %v", v.dropped)
+	}
+}
+
+// TestMembersReadBetweenRenewals: a member renewing once a minute still
+// drops a dead member's Lease soon after its duration, because it reads
+// the Leases every second; read only at each renewal, the dead member
+// would count for a minute.
+func TestMembersReadBetweenRenewals(t *testing.T) {
+	ctx, cancel, c := membersEnv(t)
+	v := &views{last: map[string][]string{}, had: map[string]map[string]bool{}}
+	m := &shard.Members{Client: c, Namespace: membersNS, Identity: "replica-a", Duration: 2 * time.Second, Renew: time.Minute, OnChange: v.report("replica-a")}
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	waitView(t, v, []string{"replica-a"}, "replica-a")
+	now := metav1.NewMicroTime(time.Now())
+	if err := c.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: membersNS, Name: shard.LeaseName("ghost"), Labels: map[string]string{shard.MemberLabel: "true"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("ghost"), RenewTime: &now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, v, []string{"ghost", "replica-a"}, "replica-a")
+	waitView(t, v, []string{"replica-a"}, "replica-a")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -32,7 +32,8 @@ type Options struct {
 	Identity string
 	// Duration is how long a replica that stopped renewing its member
 	// Lease still counts as a member; Renew how often each replica renews
-	// it and looks at the buckets. Zero uses 15 s and 5 s.
+	// it (it reads the others' every second: lookPeriod). Zero uses 15 s
+	// and 5 s.
 	Duration, Renew time.Duration
 	// Namespaces are the served namespaces, as the manager cache's
 	// DefaultNamespaces: nil is every namespace.
