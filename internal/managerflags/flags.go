@@ -92,7 +92,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Sharding.Duration, "shard-member-lease-duration", 15*time.Second,
 		"With --shard-drinks: how long a replica that stopped renewing its member Lease keeps its share before the others take it.")
 	fs.DurationVar(&f.Sharding.Renew, "shard-renew-period", 5*time.Second,
-		"With --shard-drinks: how often each replica renews its member Lease and looks at the buckets.")
+		"With --shard-drinks: how often each replica renews its member Lease and looks at the buckets when nothing changes; it reads the others' member Leases every second (or every period, if shorter), and looks at the buckets every second while a handover is under way.")
 	fs.BoolVar(&f.Development, "zap-devel", false, "Log human-readable console lines instead of JSON.")
 	fs.BoolVar(&f.ShowVersion, "version", false, "Print the version and exit.")
 }
