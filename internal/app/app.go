@@ -229,7 +229,8 @@ type inProcessOptions struct {
 type ShardingOptions struct {
 	// Duration is how long a replica that stopped renewing its member
 	// Lease still counts as a member; Renew how often each replica renews
-	// it and looks at the buckets. Zero uses 15 s and 5 s.
+	// it (the Leases are read every second: internal/shard). Zero uses 15 s
+	// and 5 s.
 	Duration, Renew time.Duration
 }
 
