@@ -9,8 +9,9 @@
 # its tree, the day, the machine, the command and every version's outcome
 # and time. make release (hack/release.sh) reads that file: it cuts a
 # release only from a commit whose code a recorded run passed on every
-# version (hack/k8smatrix decides). A run on a dirty tree tests code no
-# commit names, so it is not recorded, and says so.
+# version (hack/releasegate decides, with the other evidence a release
+# needs). A run on a dirty tree tests code no commit names, so it is not
+# recorded, and says so.
 #
 # Usage: hack/k8s-matrix.sh VERSION...   (make test-k8s-matrix passes
 # KUBE_MATRIX_VERSIONS)

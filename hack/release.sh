@@ -7,8 +7,11 @@
 #    already in RELEASES.md, one not newer than the newest release, an empty
 #    Unreleased section, a work tree with uncommitted changes to tracked
 #    files (the record names HEAD's commit, so HEAD must be what is released),
-#    and HEAD's code when no recorded make test-k8s-matrix run passed it on
-#    every version of KUBE_MATRIX_VERSIONS (hack/k8smatrix).
+#    and HEAD's code unless its evidence is recorded at that code
+#    (hack/releasegate): make test-k8s-matrix passed on every version of
+#    KUBE_MATRIX_VERSIONS, make reliability recorded every suite of
+#    RELIABILITY_TESTS, a full make test-mutations caught every patch, and
+#    make bench recorded a run.
 # 2. RELEASES.md: the Unreleased notes become "## vx.y.z - <today>" with
 #    "Commit: <HEAD>", under a fresh, empty Unreleased section; for a
 #    release candidate they are copied and stay under Unreleased, so that
@@ -44,11 +47,13 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 fi
 previous=$("$tool" -newest)
 head=$(git rev-parse HEAD)
-# Every supported Kubernetes version must have passed HEAD's code: a run
-# of make test-k8s-matrix recorded in test/k8s-matrix/results.jsonl
-# (hack/k8smatrix says which runs count).
-if [ -d hack/k8smatrix ]; then
-  go run ./hack/k8smatrix -versions "${KUBE_MATRIX_VERSIONS:?make release passes KUBE_MATRIX_VERSIONS}" || fail "refused (nothing changed)"
+# HEAD's code must carry its evidence, each kind recorded in its results
+# file at that code: the version matrix, the reliability suites, the
+# mutation suite and the quick benchmark (hack/releasegate says which
+# records count, and prints every one that is missing).
+if [ -d hack/releasegate ]; then
+  go run ./hack/releasegate -versions "${KUBE_MATRIX_VERSIONS:?make release passes KUBE_MATRIX_VERSIONS}" \
+    -reliability-tests "${RELIABILITY_TESTS:?make release passes RELIABILITY_TESTS}" || fail "refused (nothing changed)"
 fi
 
 "$tool" -cut "$want"

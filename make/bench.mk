@@ -10,6 +10,10 @@ BENCH_FULL_RUNS ?= 3
 # The sizes of make bench-full: 50,000 is the scale the targets are set for; 10,000 to
 # 50,000 gives the heap per Drink; 5,000 and 1,000 compare with before.
 BENCH_FULL_SIZES ?= 50000 10000 5000 1000
+# Where make bench appends its record (commit, machine, command and every
+# figure): make release asks for one made at its code (hack/releasegate).
+# Empty records nothing.
+BENCH_QUICK_RESULTS ?= $(ROOT)/test/bench/results/quick.jsonl
 # Further flags for every bench run, for example BENCH_FLAGS="-reconciles 16,32".
 BENCH_FLAGS ?=
 # make bench-full measures the manager's default concurrency only: a sweep
@@ -26,9 +30,9 @@ BENCH_LOCK ?=
 BENCH_LOCKED := $(if $(BENCH_LOCK),flock $(BENCH_LOCK))
 
 .PHONY: bench
-bench: k8s-binaries build ## Quick benchmark (N=1000, one run, about 4 min): API server write ceiling vs the operator, waste, memory, conversion, restart, handover, admission tail.
+bench: k8s-binaries build ## Quick benchmark (N=1000, one run, about 4 min): API server write ceiling vs the operator, waste, memory, conversion, restart, handover, admission tail; its record is appended to BENCH_QUICK_RESULTS.
 	go build -o $(BIN)/bench ./test/bench/cmd/bench
-	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(BENCH_FLAGS)
+	$(BENCH_LOCKED) $(IN_NETNS) env GOPROXY=off $(BIN)/bench -n 1000 $(if $(BENCH_QUICK_RESULTS),-out $(BENCH_QUICK_RESULTS)) $(BENCH_FLAGS)
 
 .PHONY: bench-full
 bench-full: k8s-binaries build ## Full benchmark: BENCH_FULL_RUNS runs at N=BENCH_FULL_SIZES into BENCH_RESULTS, then the table of medians with min and max (about 34 min a run at the default sizes, so about 1 h 45 min), then make bench-shards (BENCH_FULL_SHARDS=no skips it).

@@ -26,9 +26,9 @@ docker-push-multiarch: ## Push the manifest list of MULTIARCH_IMG's platform ima
 	PLATFORMS="$(PLATFORMS)" hack/image-multiarch.sh $(MULTIARCH_IMG) docker://$(MULTIARCH_IMG)
 
 .PHONY: release
-release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD: RELEASES.md, image tags, bundle, multi-arch images; prints the git commands (hack/release.sh).
+release: ## Cut release VERSION=x.y.z (or x.y.z-rc.n) from HEAD, once its evidence is recorded at its code (hack/releasegate): RELEASES.md, image tags, bundle, multi-arch images; prints the git commands (hack/release.sh).
 	@$(if $(filter command line environment,$(origin VERSION)),,echo "release: usage: make release VERSION=x.y.z (or x.y.z-rc.n)" >&2; exit 1)
-	KUBE_MATRIX_VERSIONS="$(KUBE_MATRIX_VERSIONS)" hack/release.sh $(VERSION)
+	KUBE_MATRIX_VERSIONS="$(KUBE_MATRIX_VERSIONS)" RELIABILITY_TESTS="$(RELIABILITY_TESTS)" hack/release.sh $(VERSION)
 
 .PHONY: dist
 dist: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) ## Write this tree's release files into dist/: install.yaml, install-certmanager.yaml, Helm chart, bundle, image archives by digest, SBOMs, SHA256SUMS, each signed with its provenance (COSIGN_KEY, hack/sign.sh); as this tree's version, or VERSION=x.y.z only when RELEASES.md recorded x.y.z from this tree (hack/dist.sh; make release runs it).

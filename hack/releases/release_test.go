@@ -107,47 +107,72 @@ func TestMakeRelease(t *testing.T) {
 		}
 	}
 
-	// No recorded make test-k8s-matrix run covers the clone's HEAD (a
-	// clone's HEAD may be one, so the record is emptied when it is not
-	// already): refused. A
-	// passing run recorded at HEAD, committed with the record, lets the
-	// release through, and so does the release commit after it, which
-	// changes only what make release writes.
-	matrix := filepath.Join(clone, "test", "k8s-matrix", "results.jsonl")
-	if err := os.MkdirAll(filepath.Dir(matrix), 0o755); err != nil {
+	// The release gate (hack/releasegate): with none of HEAD's evidence
+	// recorded (a clone's HEAD may carry some, so every results file is
+	// emptied first), make release is refused naming all four kinds. Each
+	// kind is then recorded at HEAD and committed in turn, so that the
+	// later commits differ from the earlier records' commits only in
+	// results files: each refusal names only what is still missing, and
+	// with all four the release goes through, as does the release commit
+	// after it, which changes only what make release writes.
+	evidence := []struct {
+		kind, refusal string
+		record        func(head string)
+	}{
+		{"the version matrix", "no make test-k8s-matrix run recorded in test/k8s-matrix/results.jsonl covers HEAD's code", func(head string) {
+			var versions []string
+			for _, v := range makeVariable(t, clone, "KUBE_MATRIX_VERSIONS", " ") {
+				versions = append(versions, fmt.Sprintf(`{"kubernetes":%q,"result":"passed","seconds":1}`, v))
+			}
+			writeFile(t, filepath.Join(clone, "test", "k8s-matrix", "results.jsonl"), fmt.Sprintf(
+				`{"date":"2026-01-01T00:00:00Z","commit":%q,"command":"written by TestMakeRelease","versions":[%s]}`+"\n", head, strings.Join(versions, ",")))
+		}},
+		{"the reliability suites", "the reliability suites (make reliability)", func(head string) {
+			for _, test := range makeVariable(t, clone, "RELIABILITY_TESTS", "|") {
+				writeFile(t, filepath.Join(clone, "test", "reliability", "results", test+".jsonl"), fmt.Sprintf(
+					`{"test":%q,"date":"2026-01-01T00:00:00Z","commit":%q,"command":"written by TestMakeRelease","figures":{}}`+"\n", test, head))
+			}
+		}},
+		{"the mutation suite", "the mutation suite (make test-mutations)", func(head string) {
+			patches, err := filepath.Glob(filepath.Join(clone, "test", "mutations", "*.patch"))
+			if err != nil || len(patches) == 0 {
+				t.Fatalf("no mutation patches in the clone: %v", err)
+			}
+			text := "# make test-mutations (hack/mutations.sh, every patch; control runs without the mutation: on)\n" +
+				"# commit " + head + ", 2026-01-01T00:00:00Z, 2 cores, written by TestMakeRelease\n"
+			for _, p := range patches {
+				text += "caught    " + strings.TrimSuffix(filepath.Base(p), ".patch") + " by ./pkg/ ^TestX$ in 1s: written by TestMakeRelease\n"
+			}
+			writeFile(t, filepath.Join(clone, "test", "mutations", "results.txt"), text)
+		}},
+		{"the quick benchmark", "no make bench run recorded in test/bench/results/quick.jsonl covers HEAD's code", func(head string) {
+			writeFile(t, filepath.Join(clone, "test", "bench", "results", "quick.jsonl"), fmt.Sprintf(
+				`{"Date":"2026-01-01T00:00:00Z","N":1000,"Command":"written by TestMakeRelease","Commit":%q}`+"\n", head))
+		}},
+	}
+	for _, f := range []string{"test/k8s-matrix/results.jsonl", "test/mutations/results.txt", "test/bench/results/quick.jsonl"} {
+		writeFile(t, filepath.Join(clone, f), "")
+	}
+	if err := os.RemoveAll(filepath.Join(clone, "test", "reliability", "results")); err != nil {
 		t.Fatal(err)
 	}
-	if raw, err := os.ReadFile(matrix); err != nil || len(raw) > 0 {
-		if err := os.WriteFile(matrix, nil, 0o644); err != nil {
-			t.Fatal(err)
+	commit("No evidence recorded")
+	for i := range evidence {
+		out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"), "RELEASE_IMAGES=0")
+		if err == nil {
+			t.Errorf("make release VERSION=%s without %s recorded: <nil>, want it refused for that:\n%s", next, evidence[i].kind, out)
 		}
-		commit("No matrix run recorded")
+		for j, e := range evidence {
+			if named := strings.Contains(out, e.refusal); named != (j >= i) {
+				t.Errorf("make release VERSION=%s with %d kinds recorded: names %s %v, want %v:\n%s", next, i, e.kind, named, j >= i, out)
+			}
+		}
+		if status := mustRun(t, clone, "git", "status", "--porcelain"); status != "" {
+			t.Fatalf("the refused make release changed files:\n%s", status)
+		}
+		evidence[i].record(mustRun(t, clone, "git", "rev-parse", "HEAD"))
+		commit("Record " + evidence[i].kind)
 	}
-	if out, err := runMake(clone, "release", "VERSION="+strings.TrimPrefix(next.String(), "v"), "RELEASE_IMAGES=0"); err == nil ||
-		!strings.Contains(out, "no make test-k8s-matrix run recorded in test/k8s-matrix/results.jsonl covers HEAD's code") {
-		t.Errorf("make release VERSION=%s with no matrix run recorded: %v, want it refused for that:\n%s", next, err, out)
-	}
-	if status := mustRun(t, clone, "git", "status", "--porcelain"); status != "" {
-		t.Fatalf("the refused make release changed files:\n%s", status)
-	}
-	makefile, err := os.ReadFile(filepath.Join(clone, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^KUBE_MATRIX_VERSIONS \?= (.+)$`).FindSubmatch(makefile)
-	if m == nil {
-		t.Fatal("the Makefile sets no KUBE_MATRIX_VERSIONS")
-	}
-	var versions []string
-	for _, v := range strings.Fields(string(m[1])) {
-		versions = append(versions, fmt.Sprintf(`{"kubernetes":%q,"result":"passed","seconds":1}`, v))
-	}
-	run := fmt.Sprintf(`{"date":"2026-01-01T00:00:00Z","commit":%q,"command":"written by TestMakeRelease","versions":[%s]}`+"\n",
-		mustRun(t, clone, "git", "rev-parse", "HEAD"), strings.Join(versions, ","))
-	if err := os.WriteFile(matrix, []byte(run), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	commit("Record a matrix run")
 
 	head := mustRun(t, clone, "git", "rev-parse", "HEAD")
 	start := time.Now()
@@ -332,6 +357,44 @@ func checkDist(t *testing.T, clone string, v releases.Semver) {
 		if _, err := os.Stat(filepath.Join(dist, "signatures", f)); err != nil {
 			t.Errorf("dist/signatures/%s: %v", f, err)
 		}
+	}
+}
+
+// makeVariable reads a variable's default from the clone's Makefile or
+// make/*.mk ("NAME ?= value"), split at sep.
+func makeVariable(t *testing.T, clone, name, sep string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(clone, "make", "*.mk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` \?= (.+)$`)
+	for _, f := range append([]string{filepath.Join(clone, "Makefile")}, files...) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := re.FindSubmatch(raw); m != nil {
+			var values []string
+			for _, v := range strings.Split(string(m[1]), sep) {
+				if v = strings.TrimSpace(v); v != "" {
+					values = append(values, v)
+				}
+			}
+			return values
+		}
+	}
+	t.Fatalf("the Makefile sets no %s", name)
+	return nil
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -23,7 +23,8 @@ type Machine struct {
 }
 
 // Made is where a record of -shards, -shard-kill, -shard-scale or -outage
-// was made; the records of a full run (Record) carry none of it.
+// was made; the lines of a full run (make bench, make bench-full) carry it
+// beside their Record's fields too, those written before it did not.
 type Made struct {
 	Command, Commit, ManagerVersion string
 	Machine                         Machine

@@ -138,6 +138,18 @@ func run() error {
 		return runShards(ctx, cfg, sizes, replicas, shardWorkers, bench.ShardExtras{GateOff: shardsGateOff, FenceIdle: shardsFenceIdle, Direct: shardsDirect}, float64(shardMemoryLimit), out)
 	}
 
+	// Each line says where it was made: make release asks for a make
+	// bench run at its code (hack/releasegate).
+	head := runRecord{Command: strings.Join(os.Args, " ")}
+	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
+		return err
+	}
+	if head.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
+		return err
+	}
+	if head.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+		return err
+	}
 	var recs []bench.Record
 	for i := range runs {
 		for _, n := range sizes {
@@ -148,7 +160,9 @@ func run() error {
 				return fmt.Errorf("run %d, N=%d: %w (logs in %s)", i+1, n, err, cfg.WorkDir)
 			}
 			recs = append(recs, rec)
-			if err := appendRecord(out, rec); err != nil {
+			line := head
+			line.Record = rec
+			if err := appendRecord(out, line); err != nil {
 				return err
 			}
 		}
@@ -252,6 +266,14 @@ func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, 
 	}
 	cfg.Logf("done")
 	return nil
+}
+
+// runRecord is one run of the whole bench (make bench, make bench-full)
+// with where it was made.
+type runRecord struct {
+	bench.Record
+	Command, Commit, ManagerVersion string
+	Machine                         machine
 }
 
 // shardRecord is one -shards run with where it was made.
