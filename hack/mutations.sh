@@ -197,9 +197,14 @@ PY
   echo "mutations: updated test/mutations/results.txt for $*"
 fi
 if [ $# -eq 0 ] && [ -z "$rotation" ]; then
+  # Asked before the redirect below truncates results.txt, and without
+  # it: asked inside, the truncated file itself was the uncommitted change,
+  # so every full run was marked as made with uncommitted changes, which
+  # make release does not count (hack/releasegate).
+  dirty=$(git status --porcelain --untracked-files=no -- . ':!test/mutations/results.txt')
   {
     echo "# make test-mutations (hack/mutations.sh, every patch; control runs without the mutation: $( [ "${CONTROL:-1}" = 1 ] && echo on || echo off))"
-    echo "# commit $base$( [ -z "$(git status --porcelain --untracked-files=no)" ] || echo ' (with uncommitted changes)'), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(go env GOVERSION)"
+    echo "# commit $base$( [ -z "$dirty" ] || echo ' (with uncommitted changes)'), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(go env GOVERSION)"
     printf '%s\n' "${summary[@]}"
     echo "$total"
   } >test/mutations/results.txt
