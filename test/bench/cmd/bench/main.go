@@ -141,13 +141,7 @@ func run() error {
 	// Each line says where it was made: make release asks for a make
 	// bench run at its code (hack/releasegate).
 	head := runRecord{Command: strings.Join(os.Args, " ")}
-	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
-		return err
-	}
-	if head.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
-		return err
-	}
-	if head.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+	if head.Commit, head.ManagerVersion, head.Machine, err = whereMade(ctx, cfg); err != nil {
 		return err
 	}
 	var recs []bench.Record
@@ -246,13 +240,7 @@ func runOutage(ctx context.Context, cfg bench.Config, sizes []int, workers int, 
 		cfg.N = n
 		rec := outageRecord{Date: time.Now().UTC().Format(time.RFC3339), N: n, Command: strings.Join(os.Args, " ")}
 		var err error
-		if rec.Commit, err = commitOf(ctx, cfg.Root); err != nil {
-			return err
-		}
-		if rec.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
-			return err
-		}
-		if rec.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+		if rec.Commit, rec.ManagerVersion, rec.Machine, err = whereMade(ctx, cfg); err != nil {
 			return err
 		}
 		cfg.Logf("OperatorConfig outage, N=%d, K=%d, %d client workers", n, k, workers)
@@ -286,13 +274,7 @@ type shardRecord struct {
 func runShards(ctx context.Context, cfg bench.Config, sizes, replicas []int, workers int, extra bench.ShardExtras, limit float64, out string) error {
 	head := shardRecord{Command: strings.Join(os.Args, " ")}
 	var err error
-	if head.Commit, err = commitOf(ctx, cfg.Root); err != nil {
-		return err
-	}
-	if head.Machine, err = machineOf(ctx, cfg.Manager); err != nil {
-		return err
-	}
-	if head.ManagerVersion, err = output(ctx, cfg.Manager, "--version"); err != nil {
+	if head.Commit, head.ManagerVersion, head.Machine, err = whereMade(ctx, cfg); err != nil {
 		return err
 	}
 	for _, n := range sizes {
@@ -330,16 +312,8 @@ type shardScaleRecord struct {
 }
 
 func runShardFaults(ctx context.Context, cfg bench.Config, sizes []int, kill int, steps []int, workers int, limit int64, out string) error {
-	var commit, version string
-	var mach machine
-	var err error
-	if commit, err = commitOf(ctx, cfg.Root); err != nil {
-		return err
-	}
-	if mach, err = machineOf(ctx, cfg.Manager); err != nil {
-		return err
-	}
-	if version, err = output(ctx, cfg.Manager, "--version"); err != nil {
+	commit, version, mach, err := whereMade(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	command := strings.Join(os.Args, " ")
@@ -382,6 +356,21 @@ func printOutage(rec outageRecord) {
 	fmt.Printf("  recreate: drained in %.1fs, writes quiet at %.1fs, %.0f reconciles; writes %s\n", o.RecreateSeconds, o.RecreateQuietSeconds, o.RecreateReconciles, o.RecreateWrites)
 	fmt.Printf("  all writes (%.0f): %s\n", o.Writes.Total(), o.Writes)
 	fmt.Printf("  record ConfigMap writes: %d; beyond the record: %.0f; Events created: %.0f\n", o.RecordWrites, o.BeyondRecord, o.Events)
+}
+
+// whereMade is what every results line says of where it was made: the
+// commit (commitOf), the manager's --version and the machine.
+func whereMade(ctx context.Context, cfg bench.Config) (commit, version string, m machine, err error) {
+	if commit, err = commitOf(ctx, cfg.Root); err != nil {
+		return "", "", machine{}, err
+	}
+	if m, err = machineOf(ctx, cfg.Manager); err != nil {
+		return "", "", machine{}, err
+	}
+	if version, err = output(ctx, cfg.Manager, "--version"); err != nil {
+		return "", "", machine{}, err
+	}
+	return commit, version, m, nil
 }
 
 // commitOf is root's HEAD, with "+dirty" when a tracked file differs.
