@@ -3,7 +3,7 @@
 # Image to build, push and deploy (config/manager names the same one): the
 # newest release's tag, which make release moves.
 IMAGE_REPO ?= ghcr.io/example/myoperator
-IMG ?= $(IMAGE_REPO):v0.2.0
+IMG ?= $(IMAGE_REPO):v0.3.0
 # The version the binaries carry and the multi-arch images are tagged with:
 # hack/version derives it from RELEASES.md and git (v0.1.0 for the release's
 # own tree, v0.1.0-<commits since>-g<commit>[-dirty] after it). Evaluated
