@@ -594,7 +594,7 @@ func helmUpgrade() features.Feature {
 	return features.New("helm adopting the previous release's kustomize install, and helm upgrade from its chart, under load").WithLabel("area", "helm").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			var err error
-			if prev, err = preparePreviousRelease(); err != nil {
+			if prev, err = preparePreviousRelease(""); err != nil {
 				t.Fatal(err)
 			}
 			fx.previous = prev.version

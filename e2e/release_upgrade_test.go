@@ -53,9 +53,16 @@ var stableFor = func() time.Duration {
 	return 2 * time.Minute
 }()
 
-// previousRelease is the release the upgrade starts from, built from its
+// previousRelease is a release the upgrade starts from, built from its
 // commit by hack/previous-release.sh.
 type previousRelease struct{ version, commit, dir string }
+
+// oldestUpgradeFrom is the oldest release the upgrade starts from besides
+// the newest, from E2E_UPGRADE_FROM (make test-e2e passes it): a user may
+// skip releases, and the oldest supported one is the last whose bootstrap
+// wrote its defaults into the OperatorConfig's spec, which this tree's
+// bootstrap must release (bootstrap.EarlierDefaults).
+var oldestUpgradeFrom = os.Getenv("E2E_UPGRADE_FROM")
 
 // image is the name the previous release's image gets here: a name of its
 // own, so that it never replaces the current tree's image, whatever tags
@@ -68,12 +75,16 @@ func (p previousRelease) config() string {
 	return filepath.Join(root, "bin", "releases", "overlays", runName, p.version)
 }
 
-// preparePreviousRelease checks the previous release out of git, builds it
-// with its own Makefile and its image with its own Dockerfile, and writes
-// the kustomization that installs it.
-func preparePreviousRelease() (previousRelease, error) {
+// preparePreviousRelease checks a release out of git (version, or the
+// newest release before this tree when empty), builds it with its own
+// Makefile and its image with its own Dockerfile, and writes the
+// kustomization that installs it.
+func preparePreviousRelease(version string) (previousRelease, error) {
 	var p previousRelease
 	cmd := exec.Command(filepath.Join(root, "hack", "previous-release.sh"))
+	if version != "" {
+		cmd.Args = append(cmd.Args, version)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -118,23 +129,32 @@ images:
 	return p, os.WriteFile(filepath.Join(p.config(), "kustomization.yaml"), []byte(kust), 0o644)
 }
 
-// releaseUpgrade: the previous release, built from its commit, runs with
-// Drinks of every version and a Guestbook; a client that never retries
-// keeps writing Drinks through every version while the current tree is
-// applied over it with kubectl apply -k, and again while the previous
-// release is applied back (the rollback). Neither loses a request, and
-// the operands survive both: same UIDs, each rewritten at most once and
-// only as the release record says, then nothing changes for two minutes.
-func releaseUpgrade() features.Feature {
+// releaseUpgrade: a release, built from its commit, runs with Drinks of
+// every version and a Guestbook; a client that never retries keeps writing
+// Drinks through every version while the current tree is applied over it
+// with kubectl apply -k, and again while the release is applied back (the
+// rollback). Neither loses a request, and the operands survive both: same
+// UIDs, each rewritten at most once and only as the release record says,
+// then nothing changes for two minutes. from is the release (vX.Y.Z), or
+// empty for the newest before this tree, which the feature then writes
+// into newest.
+func releaseUpgrade(from string, newest *string) features.Feature {
 	var prev previousRelease
 	fx := &releaseFixture{}
-	return features.New("upgrade from the previous release under load, and back").WithLabel("area", "upgrade").
+	name := "upgrade from the newest release under load, and back"
+	if from != "" {
+		name = "upgrade from " + from + ", the oldest release supported, under load, and back"
+	}
+	return features.New(name).WithLabel("area", "upgrade").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			var err error
-			if prev, err = preparePreviousRelease(); err != nil {
+			if prev, err = preparePreviousRelease(from); err != nil {
 				t.Fatal(err)
 			}
-			fmt.Printf("e2e: previous release %s, commit %s, image %s\n", prev.version, prev.commit, prev.image())
+			if newest != nil {
+				*newest = prev.version
+			}
+			fmt.Printf("e2e: release %s, commit %s, image %s\n", prev.version, prev.commit, prev.image())
 			fx.previous = prev.version
 			uninstall(t, cfg)
 			// No configuration edit: the upgrade is the one a user who
@@ -187,8 +207,7 @@ func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, pre
 	if err := waitOperatorReady(ctx, 3*time.Minute); err != nil {
 		t.Fatalf("%s: %v", prev.version, err)
 	}
-	fx.previousImage = previousGuestbookImage(ctx, t)
-	fmt.Printf("e2e: %s's bootstrap wrote spec.guestbook.image %s\n", prev.version, fx.previousImage)
+	fx.previousImage = previousGuestbookImage(ctx, t, prev.version)
 	if fx.userImage = userImage; userImage != "" {
 		fmt.Printf("e2e: a user sets spec.guestbook.image %s (kubectl patch) before the upgrade\n", userImage)
 		patchConfig(t, cfg, fmt.Sprintf(`{"spec":{"guestbook":{"image":%q}}}`, userImage))
@@ -200,8 +219,9 @@ func installPrevious(ctx context.Context, t *testing.T, cfg *envconf.Config, pre
 type releaseFixture struct {
 	previous string                  // the previous release's version
 	operands map[string]operandState // by operandKey
-	// previousImage is the spec.guestbook.image the previous release's
-	// bootstrap wrote (its default); userImage the one a user set, if any.
+	// previousImage is the previous release's default Guestbook image (in
+	// effect before any user's choice); userImage the one a user set, if
+	// any.
 	previousImage, userImage string
 	// maxRewrites is, by kind, how often a rollout may rewrite one
 	// operand when more than once (RELEASES.md says why).
@@ -944,19 +964,34 @@ func checkStable(ctx context.Context, t *testing.T, what string) {
 	fmt.Printf("e2e: %s: %d operands and custom resources unchanged for %s\n", what, len(start), stableFor)
 }
 
-// previousGuestbookImage is guestbook.image in the OperatorConfig that the
-// previous release's bootstrap created (its default, which it wrote into
-// the spec).
-func previousGuestbookImage(ctx context.Context, t *testing.T) string {
+// previousGuestbookImage is the previous release's default Guestbook
+// image, read from the OperatorConfig its bootstrap created: the spec's
+// guestbook.image where that release wrote its defaults there (up to
+// v0.2.0), else the image its status says is in effect, from its default.
+func previousGuestbookImage(ctx context.Context, t *testing.T, version string) string {
 	t.Helper()
 	oc := &operatorv1alpha1.OperatorConfig{}
+	image := ""
 	testenv.Eventually(t, 60*time.Second, func() string {
 		if err := kc.Get(ctx, client.ObjectKey{Name: operatorv1alpha1.SingletonName}, oc); err != nil {
 			return err.Error()
 		}
+		if image = oc.Spec.Guestbook.Image; image != "" {
+			return ""
+		}
+		e := oc.Status.Effective
+		if e == nil || oc.Status.ObservedGeneration != oc.Generation || e.GuestbookImage == "" {
+			return fmt.Sprintf("%s's OperatorConfig has no spec.guestbook.image and its status.effective names none yet: %+v", version, e)
+		}
+		image = e.GuestbookImage
 		return ""
 	})
-	return oc.Spec.Guestbook.Image
+	if oc.Spec.Guestbook.Image != "" {
+		fmt.Printf("e2e: %s's bootstrap wrote spec.guestbook.image %s\n", version, image)
+	} else {
+		fmt.Printf("e2e: %s's bootstrap wrote no default into the spec; its Guestbook image in effect: %s\n", version, image)
+	}
+	return image
 }
 
 // podTemplateAnnounced says whether the release record announces a change

@@ -69,10 +69,24 @@ func TestUpgradeFromCourse(t *testing.T) {
 }
 
 func TestReleaseUpgrade(t *testing.T) {
-	runFeature(t, releaseUpgrade(),
-		ownCluster("it builds the previous release's image and runs its pods with the suite's pod runner"),
+	needs := []string{
+		ownCluster("it builds the release's image and runs its pods with the suite's pod runner"),
 		destructive("it deletes the operator and its CRDs (kubectl delete -k), and with them every Drink, Guestbook and OperatorConfig in the cluster"),
-		reinstalls())
+		reinstalls(),
+	}
+	// From the newest release, as most users upgrade, then from the
+	// oldest one supported, as a user who skipped releases does.
+	var newest string
+	runFeature(t, releaseUpgrade("", &newest), needs...)
+	if oldestUpgradeFrom == "" {
+		return
+	}
+	oldest := releaseUpgrade(oldestUpgradeFrom, nil)
+	if oldestUpgradeFrom == newest {
+		record(featureResult{oldest.Name(), "skipped", newest + " is the newest release: the upgrade from it ran above"})
+		return
+	}
+	runFeature(t, oldest, needs...)
 }
 
 func TestRemovalKeepsUsersData(t *testing.T) {

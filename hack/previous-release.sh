@@ -5,15 +5,17 @@
 # The previous release is the newest one in RELEASES.md whose commit's
 # tree is not the tree of HEAD (right after `make release` records a
 # release, HEAD differs from the release commit only by that record, and the
-# upgrade is still from the recorded one). PREVIOUS_RELEASE=vX.Y.Z@<sha>
-# names another.
+# upgrade is still from the recorded one). An argument vX.Y.Z names another
+# release of RELEASES.md (the e2e upgrade also starts from the oldest
+# release it supports, E2E_UPGRADE_FROM); PREVIOUS_RELEASE=vX.Y.Z@<sha>
+# names any commit.
 #
 # It prints "VERSION COMMIT DIR" on its last line; DIR is a git worktree
 # under bin/releases/ with bin/manager and bin/bootstrap built. Run it where
 # the Go module proxy is reachable the first time (make test-e2e does,
 # before it enters the network namespace); afterwards it builds offline.
 #
-# Usage: hack/previous-release.sh
+# Usage: hack/previous-release.sh [vX.Y.Z]
 set -euo pipefail
 # The release as it was built: by the Go its tree asks for (its go.mod),
 # else the machine's own, not by the toolchain this tree's Makefile pins
@@ -35,6 +37,8 @@ check_release() {
   [[ $2 =~ ^[0-9a-f]{7,40}$ ]] || fail "release commit '$2' is not a commit hash"
 }
 
+want=${1:-}
+[ -z "$want" ] || [[ $want =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "usage: hack/previous-release.sh [vX.Y.Z]: '$want' is not vX.Y.Z"
 if [ -n "${PREVIOUS_RELEASE:-}" ]; then
   version=${PREVIOUS_RELEASE%@*}
   commit=${PREVIOUS_RELEASE#*@}
@@ -50,11 +54,15 @@ else
       fi
       fail "release $v names commit $c, which is not in this repository (RELEASES.md is wrong, or the history was rewritten)"
     fi
-    if [ "$(git rev-parse "$c^{tree}")" != "$head_tree" ]; then
-      version=$v commit=$c
-      break
+    if [ -n "$want" ]; then
+      [ "$v" = "$want" ] || continue
+    elif [ "$(git rev-parse "$c^{tree}")" = "$head_tree" ]; then
+      continue
     fi
+    version=$v commit=$c
+    break
   done < <(awk '/^## v[0-9]+\.[0-9]+\.[0-9]+/ { v = $2 } /^Commit: / { if (v != "") { print v, $2; v = "" } }' RELEASES.md)
+  [ -n "$version" ] || [ -z "$want" ] || fail "RELEASES.md records no release $want"
   [ -n "$version" ] || fail "RELEASES.md records no release older than this tree"
 fi
 check_release "$version" "$commit"

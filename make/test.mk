@@ -176,6 +176,12 @@ E2E_TIMEOUT ?= $(if $(filter real,$(E2E_NODE)),60m,45m)
 # install of the chart), their images pushed to a registry on loopback and
 # pulled from it by digest; those two run the install features only.
 E2E_INSTALL ?= kustomize
+# The oldest release the upgrade feature starts from, besides the newest
+# one: the last whose bootstrap wrote its defaults into the OperatorConfig's
+# spec (bootstrap.EarlierDefaults), which this tree's bootstrap releases; a
+# user who skipped the releases since upgrades from there. Empty: the
+# newest only.
+E2E_UPGRADE_FROM ?= v0.2.0
 # The stable window after each helm upgrade of make test-e2e-install-ways.
 E2E_HELM_STABLE_FOR ?= 30s
 # How the API server of the kwok cluster the suite creates reaches the
@@ -200,15 +206,16 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	$(if $(E2E_KUBECONFIG),,hack/ensure-podman.sh)
 	$(if $(and $(E2E_KWOK),$(filter clusterip,$(E2E_SERVICE_PATH))),hack/ensure-nat-tools.sh)
 	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
-	@# The upgrade feature builds the previous release from its commit (a git worktree under bin/releases); its modules download here, outside the namespace.
+	@# The upgrade feature builds the releases it starts from at their commits (git worktrees under bin/releases); their modules download here, outside the namespace.
 	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
+	$(if $(E2E_KUBECONFIG),,$(if $(and $(wildcard RELEASES.md),$(E2E_UPGRADE_FROM)),hack/previous-release.sh $(E2E_UPGRADE_FROM) >/dev/null))
 	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/tools/registry), built here, outside the namespace.
 	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/tools/registry build -o $(BIN)/registry .)
 	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
 	$(if $(filter helm,$(E2E_INSTALL)),go build -o $(BIN)/helmchart ./hack/helmchart)
 	go mod download  # outside the namespace, where go test then compiles offline
 	@# The whole output also goes to bin/$(E2E_NAME).log; on a failure the failed checks' messages are printed again last, where a CI log's tail shows them.
-	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) $(if $(E2E_KWOK),E2E_SERVICE_PATH=$(E2E_SERVICE_PATH)) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
+	$(if $(E2E_NETNS),$(ROOT)/hack/netns.sh $(E2E_NETNS)) env GOPROXY=off GOFLAGS="$$GOFLAGS -mod=readonly" E2E_NAME=$(E2E_NAME) E2E_NODE=$(E2E_NODE) E2E_NODE_NETNS=$(E2E_NETNS) E2E_UPGRADE_FROM=$(E2E_UPGRADE_FROM) $(if $(E2E_KWOK),E2E_SERVICE_PATH=$(E2E_SERVICE_PATH)) E2E_INSTALL=$(E2E_INSTALL) HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ -args $(E2E_ARGS) 2>&1 | tee $(BIN)/$(E2E_NAME).log || \
 	  { echo "e2e: the failed checks' messages (whole output in bin/$(E2E_NAME).log):"; awk '/^=== RUN   [^\/]+$$/ {b=""} /^ +[a-z_]+_test\.go:[0-9]+: / {b=b $$0 "\n"; m=1; next} m && /^        / {b=b $$0 "\n"; next} {m=0} /^--- FAIL: / {printf "%s", b; b=""} /^panic: test timed out/ {t=1} /^goroutine / {t=0} t {print}' $(BIN)/$(E2E_NAME).log | tail -n 120; exit 1; }
 
 .PHONY: test-e2e-install-ways
