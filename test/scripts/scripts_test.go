@@ -29,7 +29,8 @@ func run(t *testing.T, env []string, name string, args ...string) (string, int) 
 
 // TestPreviousReleaseChecksItsInput: hack/previous-release.sh removes and
 // recreates bin/releases/<version>; a PREVIOUS_RELEASE whose version is a
-// path, or whose commit is not a hash, is refused before anything is
+// path, or whose commit is not a hash, and a release argument that is not
+// a version or not one of RELEASES.md, are refused before anything is
 // removed.
 func TestPreviousReleaseChecksItsInput(t *testing.T) {
 	root := testutil.RepoRoot(t)
@@ -46,19 +47,29 @@ func TestPreviousReleaseChecksItsInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ release, want string }{
-		{"v0.1.0/../../scripts-test-victim@" + commit, "is not vX.Y.Z"},
-		{"../scripts-test-victim@" + commit, "is not vX.Y.Z"},
-		{"v0.1.0@$(touch /tmp/pwned)", "is not a commit hash"},
-		{"v0.1.0@HEAD~1", "is not a commit hash"},
+	tests := []struct{ release, arg, want string }{
+		{"v0.1.0/../../scripts-test-victim@" + commit, "", "is not vX.Y.Z"},
+		{"../scripts-test-victim@" + commit, "", "is not vX.Y.Z"},
+		{"v0.1.0@$(touch /tmp/pwned)", "", "is not a commit hash"},
+		{"v0.1.0@HEAD~1", "", "is not a commit hash"},
+		{"", "../scripts-test-victim", "is not vX.Y.Z"},
+		{"", "v0.1.0/../../scripts-test-victim", "is not vX.Y.Z"},
+		{"", "v999.0.0", "RELEASES.md records no release v999.0.0"},
 	}
 	for _, tc := range tests {
-		out, code := run(t, []string{"PREVIOUS_RELEASE=" + tc.release}, filepath.Join(root, "hack", "previous-release.sh"))
+		var env, args []string
+		if tc.release != "" {
+			env = []string{"PREVIOUS_RELEASE=" + tc.release}
+		}
+		if tc.arg != "" {
+			args = []string{tc.arg}
+		}
+		out, code := run(t, env, filepath.Join(root, "hack", "previous-release.sh"), args...)
 		if code == 0 || !strings.Contains(out, tc.want) {
-			t.Errorf("PREVIOUS_RELEASE=%s: exit %d, %q; want a refusal saying %q", tc.release, code, out, tc.want)
+			t.Errorf("PREVIOUS_RELEASE=%s, argument %q: exit %d, %q; want a refusal saying %q", tc.release, tc.arg, code, out, tc.want)
 		}
 		if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
-			t.Fatalf("PREVIOUS_RELEASE=%s removed %s: %v", tc.release, victim, err)
+			t.Fatalf("PREVIOUS_RELEASE=%s, argument %q removed %s: %v", tc.release, tc.arg, victim, err)
 		}
 	}
 }
