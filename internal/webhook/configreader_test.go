@@ -38,23 +38,29 @@ func (r reader) List(context.Context, client.ObjectList, ...client.ListOption) e
 func TestLiveConfigReader(t *testing.T) {
 	cached := reader{name: "cached"}
 	gone := apierrors.NewNotFound(schema.GroupResource{Group: operatorv1alpha1.GroupVersion.Group, Resource: "operatorconfigs"}, "cluster")
+	// The review's own context, ended: the API server stopped waiting on
+	// the webhook (its timeout), so the live read ends with it.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
 	tests := []struct {
 		name          string
+		ctx           context.Context
 		live          reader
 		obj           client.Object
 		want          string
 		wantErr       bool
 		wantFallbacks float64
 	}{
-		{"OperatorConfig read live", reader{name: "live"}, &operatorv1alpha1.OperatorConfig{}, "live", false, 0},
-		{"OperatorConfig missing: NotFound, not the cache's", reader{err: gone}, &operatorv1alpha1.OperatorConfig{}, "", true, 0},
-		{"live read failed: the cache's, counted", reader{err: errors.New("context deadline exceeded")}, &operatorv1alpha1.OperatorConfig{}, "cached", false, 1},
-		{"the accepted-configuration record from the cache", reader{name: "live"}, &corev1.ConfigMap{}, "cached", false, 0},
+		{"OperatorConfig read live", context.Background(), reader{name: "live"}, &operatorv1alpha1.OperatorConfig{}, "live", false, 0},
+		{"OperatorConfig missing: NotFound, not the cache's", context.Background(), reader{err: gone}, &operatorv1alpha1.OperatorConfig{}, "", true, 0},
+		{"live read failed: the cache's, counted", context.Background(), reader{err: errors.New("context deadline exceeded")}, &operatorv1alpha1.OperatorConfig{}, "cached", false, 1},
+		{"review ended: its error, no fallback counted", ended, reader{err: context.Canceled}, &operatorv1alpha1.OperatorConfig{}, "", true, 0},
+		{"the accepted-configuration record from the cache", context.Background(), reader{name: "live"}, &corev1.ConfigMap{}, "cached", false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.ToFloat64(configReadFallbacks)
-			err := newLiveConfigReader(tc.live, cached).Get(context.Background(), client.ObjectKey{Name: "cluster"}, tc.obj)
+			err := newLiveConfigReader(tc.live, cached).Get(tc.ctx, client.ObjectKey{Name: "cluster"}, tc.obj)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %t", err, tc.wantErr)
 			}
