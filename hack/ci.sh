@@ -45,10 +45,17 @@
 #     namespace of their own (CI_NETNS_B), this commit's mutants in
 #     another (CI_NETNS_C), the quick matrix's suites on the oldest
 #     Kubernetes in a third (CI_NETNS_D), the e2e suite in make's NETNS,
-#     the install ways in theirs (INSTALL_WAYS_NETNS): their API servers,
-#     pod IPs and loopback ports never meet. The two e2e runs name their
-#     clusters, folders and containers apart (E2E_NAME), and take the
-#     previous release's build in turn (hack/previous-release.sh's lock).
+#     its release upgrades in a fourth (CI_NETNS_E), the install ways in
+#     theirs (INSTALL_WAYS_NETNS): their API servers, pod IPs and loopback
+#     ports never meet. The three e2e runs name their clusters, folders and
+#     containers apart (E2E_NAME), and take a release's build in turn
+#     (hack/previous-release.sh's lock);
+#   - the release upgrades (area=upgrade: from the newest release and from
+#     the oldest supported, each under load and back) are an e2e run of
+#     their own, on a cluster of their own, beside the rest of the suite:
+#     in one run they made it the longest step of make ci, the one that
+#     set its total. The suite's steps each build only the releases their
+#     features start from (E2E_PREBUILD).
 #
 # Usage: MAKE=make hack/ci.sh   (CI_JOBS: most steps at once, 6 by default)
 set -uo pipefail
@@ -58,6 +65,7 @@ jobs=${CI_JOBS:-6}
 netns_b=${CI_NETNS_B:-myoperator-ci-b}
 netns_c=${CI_NETNS_C:-myoperator-ci-c}
 netns_d=${CI_NETNS_D:-myoperator-ci-d}
+netns_e=${CI_NETNS_E:-myoperator-ci-e}
 logs=bin/ci
 mkdir -p "$logs"
 
@@ -78,8 +86,10 @@ after="REGENERATE=no -o build"
 # 30 minutes after it started, and at 0 that chain still ended the last
 # fresh run (images 2,379 s, release files 68 s, install ways 462 s: at
 # 3,964 s of 3,964), which is why the release files no longer wait for a
-# second image build of their own. The suites themselves run at 0: their
-# API servers and managers must not starve.
+# second image build of their own; they come before those checks in this
+# list, so that, with CI_JOBS steps at once, they start as soon as build
+# has passed. The suites themselves run at 0: their API servers and
+# managers must not starve.
 steps=(
   "prep||0|ci-prep"
   "k8s-binaries||0|k8s-binaries"
@@ -88,12 +98,13 @@ steps=(
   "verify-generated|tools-module|0|verify-generated"
   "build|verify-generated|0|build REGENERATE=no"
   "tools|tools-module|10|tools -j2"
-  "test-e2e|build k8s-binaries|0|test-e2e $after"
+  "test-e2e-upgrade|build k8s-binaries|0|test-e2e $after E2E_NAME=e2e-upgrade NETNS=$netns_e E2E_ARGS=--labels=area=upgrade"
+  "test-e2e|build k8s-binaries|0|test-e2e $after E2E_PREBUILD= E2E_ARGS=--skip-labels=area=upgrade"
   "test|k8s-binaries verify-generated|0|test $after -o vet NETNS=$netns_b"
+  "test-dist|build|0|test-dist $after PLUGIN_PLATFORMS=\$(PLATFORMS)"
   "verify|tools verify-generated build|10|verify $after -o verify-generated"
   "lint|tools verify-generated|10|lint $after"
   "kube-score|tools verify-generated|10|kube-score $after"
-  "test-dist|build|0|test-dist $after PLUGIN_PLATFORMS=\$(PLATFORMS)"
   "test-mutations-rotation|test|0|test-mutations-rotation $after NETNS=$netns_c"
   "test-k8s-quick|test k8s-binaries-oldest|0|test-k8s-quick $after NETNS=$netns_d"
   "test-make-run|test|0|test-make-run $after NETNS=$netns_b"

@@ -179,9 +179,17 @@ E2E_INSTALL ?= kustomize
 # The oldest release the upgrade feature starts from, besides the newest
 # one: the last whose bootstrap wrote its defaults into the OperatorConfig's
 # spec (bootstrap.EarlierDefaults), which this tree's bootstrap releases; a
-# user who skipped the releases since upgrades from there. Empty: the
-# newest only.
+# user who skipped the releases since upgrades from there (bootstrap's
+# TestE2EUpgradesFromTheLastReleaseThatWroteDefaults keeps the two in
+# step). Empty: the newest only.
 E2E_UPGRADE_FROM ?= v0.2.0
+# The releases make test-e2e builds before it enters the network namespace
+# (hack/previous-release.sh; "newest" is the newest release, the others
+# are named), so that their modules download where the proxy is reachable
+# and the features that start from them (area=upgrade, and area=helm with
+# E2E_INSTALL=helm) find them built. A run that skips those features names
+# fewer: make ci's e2e steps each name only what theirs start from.
+E2E_PREBUILD ?= newest $(E2E_UPGRADE_FROM)
 # The stable window after each helm upgrade of make test-e2e-install-ways.
 E2E_HELM_STABLE_FOR ?= 30s
 # How the API server of the kwok cluster the suite creates reaches the
@@ -207,8 +215,7 @@ test-e2e: $(if $(E2E_KUBECONFIG),,k8s-binaries cert-manager) $(if $(filter real,
 	$(if $(and $(E2E_KWOK),$(filter clusterip,$(E2E_SERVICE_PATH))),hack/ensure-nat-tools.sh)
 	@# controller-gen is installed here, outside the namespace: the suite runs make deploy, undeploy and uninstall (area=lifecycle), which regenerate the manifests with it.
 	@# The upgrade feature builds the releases it starts from at their commits (git worktrees under bin/releases); their modules download here, outside the namespace.
-	$(if $(E2E_KUBECONFIG),,$(if $(wildcard RELEASES.md),hack/previous-release.sh >/dev/null))
-	$(if $(E2E_KUBECONFIG),,$(if $(and $(wildcard RELEASES.md),$(E2E_UPGRADE_FROM)),hack/previous-release.sh $(E2E_UPGRADE_FROM) >/dev/null))
+	$(if $(E2E_KUBECONFIG),,$(if $(and $(wildcard RELEASES.md),$(strip $(E2E_PREBUILD))),$(foreach r,$(E2E_PREBUILD),hack/previous-release.sh $(filter-out newest,$(r)) >/dev/null &&) true))
 	@# The loopback registry of E2E_INSTALL=manifest and helm (hack/tools/registry), built here, outside the namespace.
 	$(if $(filter-out kustomize,$(E2E_INSTALL)),go -C hack/tools/registry build -o $(BIN)/registry .)
 	@# E2E_INSTALL=helm upgrades from the chart hack/helmchart makes from the previous release's tree.
@@ -223,9 +230,10 @@ test-e2e-install-ways: $(CYCLONEDX_GOMOD) $(HELM) $(KREW) $(COSIGN) ## make dist
 	@# make ci ran make test-dist first: its dist/ of this very tree is restored (hack/dist-snapshot.sh) instead of built again.
 	v=$$(go run ./hack/version -dist); hack/dist-snapshot.sh restore $$v && echo "dist/ for $$v restored from make test-dist's (same tree)" || \
 	  $(MAKE) --no-print-directory dist RELEASE_IMAGES=1 >$(BIN)/e2e-dist.log 2>&1 || { tail -20 $(BIN)/e2e-dist.log; exit 1; }
-	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
+	@# The manifest run starts from no release; the helm run upgrades from the newest release's chart.
+	$(MAKE) --no-print-directory test-e2e E2E_INSTALL=manifest E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS) E2E_PREBUILD=
 	@# The helm run's two upgrades keep their stable window short: area=upgrade holds the same operator still for two minutes.
-	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS)
+	E2E_STABLE_FOR=$(E2E_HELM_STABLE_FOR) $(MAKE) --no-print-directory test-e2e E2E_INSTALL=helm E2E_NAME=e2e-install-ways E2E_NETNS=$(INSTALL_WAYS_NETNS) E2E_PREBUILD=newest
 
 .PHONY: test-e2e-real
 test-e2e-real: ## The whole e2e suite on a real node (containerd, kubelet, kube-proxy) with the production config/default, then make dist's install.yaml pulled by containerd from a loopback registry; not in make ci (docs/REAL-NODE.md).
