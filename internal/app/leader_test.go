@@ -44,6 +44,10 @@ func (l *lockedBuffer) String() string {
 
 const acquired = "Successfully acquired lease"
 
+// leaderElectionLost is what the manager's exit error says when
+// controller-runtime stopped it for a Lease it could not renew.
+const leaderElectionLost = "leader election lost"
+
 // TestLeaderHandover: two manager processes against one API server; exactly
 // one holds the Lease and reconciles. SIGTERM to the leader makes it
 // release the Lease and exit 0; the other takes over, and the time from the
